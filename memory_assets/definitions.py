@@ -1,0 +1,33 @@
+"""The code location: every stage's assets, checks, jobs, schedules and sensors, and the resources they
+share. Global policy is applied here, once."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from memory_assets.ingestion import assets as ingestion_assets
+from memory_assets.ingestion import checks as ingestion_checks
+from memory_assets.ingestion.sensors import inbox_sensor
+from memory_assets.jobs import build_corpus_job
+from memory_resources.storage import MemoryStorage
+
+ASSET_MODULES = [ingestion_assets]
+CHECK_MODULES = [ingestion_checks]
+
+
+def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
+    # every stage is owned by the memory team and carries its stage as a tag for filtering in the UI
+    return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(tags={"memory_os/stage": spec.group_name or ""})
+
+
+def default_resources() -> dict[str, dg.ConfigurableResource]:
+    return {"storage": MemoryStorage()}
+
+
+defs = dg.Definitions(
+    assets=dg.load_assets_from_modules(ASSET_MODULES),
+    asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
+    jobs=[build_corpus_job],
+    sensors=[inbox_sensor],
+    resources=default_resources(),
+).map_asset_specs(func=_policy)

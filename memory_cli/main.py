@@ -1,0 +1,213 @@
+"""`memory-os`: register corpora, build them, inspect them, query them.
+
+Commands that touch the orchestrator import Dagster lazily, so `query` and `serve-mcp` start without it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from memory_core.errors import MemoryOSError
+from memory_core.store.db import MemoryHome
+
+
+def _home(ctx: click.Context) -> MemoryHome:
+    return ctx.obj["home"]
+
+
+class _Cli(click.Group):
+    """Turns errors raised on purpose into one clear line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except MemoryOSError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Cli)
+@click.option("--home", envvar="MEMORY_OS_HOME", type=click.Path(file_okay=False), help="memory home (default ~/.memory_os)")
+@click.option("--database-url", envvar="MEMORY_OS_DATABASE_URL", help="SQLAlchemy URL template with {corpus} and {store}")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, database_url: str | None) -> None:
+    """Memory OS: a revisable, provable memory built from chat histories."""
+    ctx.ensure_object(dict)
+    ctx.obj["home"] = MemoryHome.resolve(home, database_url)
+
+
+# ------------------------------------------------------------------------------------------------ corpus
+@cli.group()
+def corpus() -> None:
+    """Register and list corpora (one Dagster partition each)."""
+
+
+@corpus.command("add")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "source_format", type=click.Choice(["chatgpt", "longmemeval", "locomo", "jsonl"]), help="input format (detected when omitted)")
+@click.option("--question-id", help="LongMemEval: build this question's haystack only")
+@click.option("--sample-id", help="LoCoMo: build this sample only")
+@click.option("--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval")
+@click.pass_context
+def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) -> None:
+    """Register PATH as corpus NAME and add its partition."""
+    from memory_cli.instance import get_instance
+    from memory_core.corpora import plan_corpora, register
+
+    home = _home(ctx)
+    sources = plan_corpora(name, path, source_format, question_id or sample_id, split)
+    register(home, sources)
+    instance = get_instance(home)
+    from memory_assets.partitions import corpus_partitions
+
+    existing = set(instance.get_dynamic_partitions(corpus_partitions.name))
+    instance.add_dynamic_partitions(corpus_partitions.name, [s.name for s in sources if s.name not in existing])
+    for s in sources:
+        suffix = f" (record {s.record_id})" if s.record_id else ""
+        click.echo(f"registered {s.name}: {s.source_format} {s.path}{suffix}")
+
+
+@corpus.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def corpus_list(ctx, as_json) -> None:
+    """Registered corpora."""
+    rows = _home(ctx).registrations()
+    if as_json:
+        click.echo(json.dumps(rows, default=str, indent=2))
+        return
+    for r in rows:
+        rid = (r["options"] or {}).get("record_id")
+        click.echo(f"{r['name']}\t{r['source_format']}\t{r['path']}" + (f"\t{rid}" if rid else ""))
+
+
+@corpus.command("remove")
+@click.argument("name")
+@click.option("--delete-data", is_flag=True, help="also delete the corpus's stores, graph and indexes")
+@click.pass_context
+def corpus_remove(ctx, name, delete_data) -> None:
+    """Unregister a corpus (and drop its partition)."""
+    import shutil
+
+    from memory_assets.partitions import corpus_partitions
+    from memory_cli.instance import get_instance
+
+    home = _home(ctx)
+    home.unregister(name)
+    instance = get_instance(home)
+    if instance.has_dynamic_partition(corpus_partitions.name, name):
+        instance.delete_dynamic_partition(corpus_partitions.name, name)
+    if delete_data:
+        store = home.corpus(name)
+        with store.write_lock():
+            pass
+        shutil.rmtree(store.dir, ignore_errors=True)
+    click.echo(f"removed {name}")
+
+
+# ------------------------------------------------------------------------------------------------ build
+@cli.command()
+@click.argument("name")
+@click.option("--select", "selection", help="comma-separated asset keys (default: every stage)")
+@click.option("--quiet", is_flag=True, help="no progress lines")
+@click.pass_context
+def materialize(ctx, name, selection, quiet) -> None:
+    """Build corpus NAME in this process against the instance in DAGSTER_HOME."""
+    result = _materialize(_home(ctx), name, [s.strip() for s in selection.split(",")] if selection else None, quiet)
+    sys.exit(0 if result else 1)
+
+
+def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False) -> bool:
+    import time
+
+    from memory_assets.definitions import defs
+    from memory_assets.partitions import corpus_partitions
+    from memory_cli.instance import get_instance, materialize_corpus
+    from memory_core.corpora import registered_source
+
+    registered_source(home, name)  # clear error when not registered
+    instance = get_instance(home)
+    if not instance.has_dynamic_partition(corpus_partitions.name, name):
+        instance.add_dynamic_partitions(corpus_partitions.name, [name])
+    run_config = {
+        "resources": {"storage": {"config": {"home": str(home.root), "database_url": home.url_template}}},
+        # the progress display replaces Dagster's console log; run logs stay complete in the instance
+        "loggers": {"console": {"config": {"log_level": "ERROR"}}},
+    }
+    started = time.perf_counter()
+    click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
+    result = materialize_corpus(defs, instance, name, selection, run_config=run_config, progress=not quiet)
+    took = time.perf_counter() - started
+    if result.success:
+        click.echo(f"done in {took:.1f}s (run {result.run_id})", err=True)
+    else:
+        click.echo(f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True)
+    return result.success
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def stats(ctx, name, as_json) -> None:
+    """Row counts per table and dead letters with their reasons."""
+    from memory_core.corpora import registered_source
+    from memory_core.store.stats import corpus_stats
+
+    home = _home(ctx)
+    registered_source(home, name)
+    result = corpus_stats(home.corpus(name))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    click.echo(f"corpus {name}: {result['conversations']} conversations, {result['messages']} messages, {result['dead_letters']} dead letters")
+    for store_name, tables in result["tables"].items():
+        click.echo(f"  {store_name}: " + ", ".join(f"{t}={n}" for t, n in tables.items() if n))
+    for r in result["dead_letter_reasons"]:
+        click.echo(f"  dead letters {r['reason_code']}: {r['count']} (e.g. {r['example']})")
+
+
+@cli.command()
+@click.option("--port", default=3000, show_default=True)
+@click.pass_context
+def ui(ctx, port) -> None:
+    """Serve the Dagster UI for this project (`dagster dev -w workspace.yaml`)."""
+    import subprocess
+
+    from memory_cli.instance import _PROJECT_ROOT, ensure_dagster_home
+
+    ensure_dagster_home(_home(ctx))
+    workspace = _PROJECT_ROOT / "workspace.yaml"
+    sys.exit(subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT)))
+
+
+@cli.command()
+@click.option("--name", default="demo", show_default=True)
+@click.pass_context
+def demo(ctx, name) -> None:
+    """Register the shipped demo export and build it through every stage."""
+    from memory_core.corpora import plan_corpora, register
+    from memory_core.demo import demo_export_path
+
+    home = _home(ctx)
+    path = demo_export_path()
+    register(home, plan_corpora(name, path, "chatgpt"))
+    click.echo(f"demo corpus {name!r} from {path}", err=True)
+    if not _materialize(home, name, None):
+        sys.exit(1)
+    from memory_core.store.stats import corpus_stats
+
+    s = corpus_stats(home.corpus(name))
+    click.echo(f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    cli(obj={})
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,322 @@
+"""Write parsed conversations to a corpus's source store: incremental, accounted, all-or-nothing per file.
+
+One file is one transaction: a file that turns out to be unreadable half-way (truncated JSON) leaves the
+store exactly as it was. Inside a good file every record is stored or dead-lettered with its reason, and
+`records_in == stored + dead_lettered` is recorded per file. A conversation whose content hash is
+unchanged is skipped; a changed one is updated in place with prior message texts kept in
+`message_revisions` (the source text is never silently overwritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection, insert, select, update
+
+from memory_core.errors import InputError
+from memory_core.ids import as_uuid, sha256_json, sha256_text, stable_uuid
+from memory_core.ingest import PARSERS
+from memory_core.ingest.records import DEFAULT_MAX_MESSAGE_CHARS, DeadLetter, ParsedConversation, ParsedMessage
+from memory_core.store.db import CorpusStore, utcnow
+from memory_core.store.schema import conversations, dead_letters, ingest_files, message_revisions, messages
+
+BATCH = 5000
+
+
+@dataclass
+class IngestReport:
+    path: str
+    source_format: str
+    file_sha256: str
+    records_in: int = 0
+    stored: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    dead_lettered: int = 0
+    conversations_in: int = 0
+    conversations_new: int = 0
+    conversations_changed: int = 0
+    conversations_unchanged: int = 0
+    derived_times: int = 0
+    seconds: float = 0.0
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fp:
+        for chunk in iter(lambda: fp.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def conversation_hash(conv: ParsedConversation) -> str:
+    return sha256_json(
+        [
+            conv.title,
+            conv.created_at,
+            [
+                [m.source_ref, m.role, m.author, m.text, m.created_at, m.time_derived, m.parent_ref, m.attributes]
+                for m in conv.messages
+            ],
+            sorted((d.source_ref, d.reason_code) for d in conv.dead_letters),
+        ]
+    )
+
+
+def _parent_first(msgs: list[ParsedMessage]) -> list[ParsedMessage]:
+    """Messages ordered so a parent is written before its children (parent cycles are cut and flagged)."""
+    by_ref = {m.source_ref: m for m in msgs}
+    placed: set[str] = set()
+    out: list[ParsedMessage] = []
+    for msg in msgs:
+        chain, node, visiting = [], msg, set()
+        while node is not None and node.source_ref not in placed:
+            if node.source_ref in visiting:  # a cycle in parent ids: cut it at this node
+                node.attributes["parent_cycle"] = node.parent_ref
+                node.parent_ref = None
+                break
+            visiting.add(node.source_ref)
+            chain.append(node)
+            node = by_ref.get(node.parent_ref) if node.parent_ref else None
+        for item in reversed(chain):
+            if item.source_ref not in placed:
+                placed.add(item.source_ref)
+                out.append(item)
+    return out
+
+
+class _Writer:
+    def __init__(self, conn: Connection, store: CorpusStore, report: IngestReport, checks_needed: bool):
+        self.conn = conn
+        self.corpus = store.name
+        self.report = report
+        self.now = utcnow()
+        self.checks_needed = checks_needed  # False on an empty store: no cross-run id collisions possible
+        self.seen_message_ids: set[str] = set()
+        self.seen_conversations: set[str] = set()
+        self.existing = {
+            r.source_ref: r
+            for r in conn.execute(
+                select(conversations.c.source_ref, conversations.c.conversation_id, conversations.c.source_sha256).where(
+                    conversations.c.corpus == self.corpus
+                )
+            )
+        }
+        self.pending_dead: list[dict] = []
+
+    def dead_letter(self, dl: DeadLetter) -> None:
+        self.report.dead_lettered += dl.records
+        self.report.records_in += dl.records
+        self.report.dead_letter_reasons[dl.reason_code] = self.report.dead_letter_reasons.get(dl.reason_code, 0) + dl.records
+        self.pending_dead.append(
+            dict(
+                corpus=self.corpus,
+                file_sha256=self.report.file_sha256,
+                source_ref=dl.source_ref,
+                reason_code=dl.reason_code,
+                reason=dl.reason,
+                payload_excerpt=dl.payload_excerpt,
+                recorded_at=self.now,
+            )
+        )
+        if len(self.pending_dead) >= BATCH:
+            self.flush_dead()
+
+    def flush_dead(self) -> None:
+        if not self.pending_dead:
+            return
+        stmt = insert(dead_letters).prefix_with("OR IGNORE") if self.conn.dialect.name == "sqlite" else insert(dead_letters)
+        if self.conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            stmt = pg_insert(dead_letters).on_conflict_do_nothing()
+        self.conn.execute(stmt, self.pending_dead)
+        self.pending_dead = []
+
+    def conversation(self, conv: ParsedConversation) -> None:
+        report = self.report
+        report.conversations_in += 1
+        report.records_in += conv.records_seen
+        if conv.source_ref in self.seen_conversations:
+            self.dead_letter(
+                DeadLetter(conv.source_ref, "duplicate_id", f"conversation id {conv.source_ref!r} appears more than once in the file", "", conv.records_seen)
+            )
+            report.records_in -= conv.records_seen  # counted by the dead letter
+            return
+        self.seen_conversations.add(conv.source_ref)
+        conv_id = as_uuid(conv.source_id) if conv.source_id else None
+        conv_id = conv_id or stable_uuid(self.corpus, "conversation", conv.source_ref)
+        kept: list[ParsedMessage] = []
+        ids: dict[str, str] = {}
+        for msg in conv.messages:
+            mid = (as_uuid(msg.source_id) if msg.source_id else None) or stable_uuid(self.corpus, conv.source_ref, msg.source_ref)
+            if mid in self.seen_message_ids or mid in ids.values():
+                conv.dead_letters.append(DeadLetter(f"{conv.source_ref}/{msg.source_ref}", "duplicate_id", f"message id {mid} already used by another record", msg.text[:200]))
+                continue
+            ids[msg.source_ref] = mid
+            kept.append(msg)
+        if self.checks_needed and kept:
+            taken = {
+                r.message_id
+                for r in self.conn.execute(
+                    select(messages.c.message_id).where(
+                        messages.c.message_id.in_(list(ids.values())), messages.c.conversation_id != conv_id
+                    )
+                )
+            }
+            if taken:
+                for msg in [m for m in kept if ids[m.source_ref] in taken]:
+                    conv.dead_letters.append(DeadLetter(f"{conv.source_ref}/{msg.source_ref}", "duplicate_id", f"message id {ids[msg.source_ref]} already belongs to another conversation", msg.text[:200]))
+                kept = [m for m in kept if ids[m.source_ref] not in taken]
+        ids = {m.source_ref: ids[m.source_ref] for m in kept}
+        for msg in kept:
+            if msg.parent_ref is not None and msg.parent_ref not in ids:
+                msg.attributes["missing_parent"] = msg.parent_ref
+                msg.parent_ref = None
+        conv.messages = kept
+        for dl in conv.dead_letters:
+            self.dead_letter(dl)
+            report.records_in -= dl.records  # already counted in records_seen
+        self.seen_message_ids.update(ids[m.source_ref] for m in kept)
+        report.stored += len(kept)
+        report.derived_times += sum(1 for m in kept if m.time_derived)
+        sha = conversation_hash(conv)
+        prior = self.existing.get(conv.source_ref)
+        if prior is not None and prior.source_sha256 == sha:
+            report.conversations_unchanged += 1
+            report.unchanged += len(kept)
+            return
+        ordered = _parent_first(kept)
+        position = {m.source_ref: i for i, m in enumerate(kept)}
+        rows = [
+            dict(
+                message_id=ids[m.source_ref],
+                conversation_id=conv_id,
+                parent_id=ids.get(m.parent_ref) if m.parent_ref else None,
+                role=m.role,
+                author=m.author,
+                text=m.text,
+                created_at=m.created_at,
+                time_derived=m.time_derived,
+                position=position[m.source_ref],
+                content_sha256=sha256_text(m.text),
+                source_ref=m.source_ref,
+                attributes=m.attributes,
+            )
+            for m in ordered
+        ]
+        times = [m.created_at for m in kept]
+        conv_row = dict(
+            conversation_id=conv_id,
+            corpus=self.corpus,
+            source_ref=conv.source_ref,
+            title=conv.title,
+            created_at=conv.created_at or (min(times) if times else self.now),
+            source_format=report.source_format,
+            source_sha256=sha,
+            message_count=len(kept),
+            attributes=conv.attributes,
+            ingested_at=self.now,
+        )
+        if prior is None:
+            report.conversations_new += 1
+            self.conn.execute(insert(conversations), [conv_row])
+            if rows:
+                self.conn.execute(insert(messages), rows)
+            report.inserted += len(rows)
+        else:
+            report.conversations_changed += 1
+            self._update(prior.conversation_id, conv_row, rows)
+
+    def _update(self, conv_id: str, conv_row: dict, rows: list[dict]) -> None:
+        self.conn.execute(update(conversations).where(conversations.c.conversation_id == conv_id).values(**conv_row))
+        old = {
+            r.message_id: r
+            for r in self.conn.execute(
+                select(messages.c.message_id, messages.c.text, messages.c.content_sha256, messages.c.attributes).where(
+                    messages.c.conversation_id == conv_id
+                )
+            )
+        }
+        new_ids = set()
+        for row in rows:
+            mid = row["message_id"]
+            new_ids.add(mid)
+            prior = old.get(mid)
+            if prior is None:
+                self.conn.execute(insert(messages), [row])
+                self.report.inserted += 1
+                continue
+            if prior.content_sha256 != row["content_sha256"]:
+                self.conn.execute(
+                    insert(message_revisions),
+                    [dict(message_id=mid, text=prior.text, content_sha256=prior.content_sha256, superseded_at=self.now)],
+                )
+            values = {k: v for k, v in row.items() if k != "message_id"}
+            self.conn.execute(update(messages).where(messages.c.message_id == mid).values(**values))
+            self.report.updated += 1
+        for mid, prior in old.items():
+            if mid not in new_ids and not (prior.attributes or {}).get("removed_from_source"):
+                attrs = dict(prior.attributes or {}, removed_from_source=self.now.isoformat())
+                self.conn.execute(update(messages).where(messages.c.message_id == mid).values(attributes=attrs))
+
+
+def ingest_file(
+    store: CorpusStore,
+    path: str | Path,
+    source_format: str,
+    record_id: str | None = None,
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+) -> IngestReport:
+    """Parse `path` and write it to `store`'s source database. Raises InputError for an unusable file."""
+    path = Path(path)
+    if source_format not in PARSERS:
+        raise InputError(f"unknown format {source_format!r}; choose one of {', '.join(PARSERS)}")
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    started = time.perf_counter()
+    report = IngestReport(path=str(path), source_format=source_format, file_sha256=file_sha256(path))
+    parser = PARSERS[source_format]
+    engine = store.source
+    started_at = utcnow()
+    with engine.begin() as conn:
+        empty = conn.execute(select(messages.c.message_id).limit(1)).first() is None
+        writer = _Writer(conn, store, report, checks_needed=not empty)
+        try:
+            for item in parser(path, max_message_chars, record_id=record_id):
+                if isinstance(item, DeadLetter):
+                    writer.dead_letter(item)
+                else:
+                    writer.conversation(item)
+        except RecursionError as exc:
+            raise InputError(f"{path}: JSON nested too deeply to read") from exc
+        writer.flush_dead()
+        report.seconds = time.perf_counter() - started
+        conn.execute(
+            insert(ingest_files),
+            [
+                dict(
+                    corpus=store.name,
+                    path=str(path),
+                    source_format=source_format,
+                    file_sha256=report.file_sha256,
+                    records_in=report.records_in,
+                    stored=report.stored,
+                    unchanged=report.unchanged,
+                    dead_lettered=report.dead_lettered,
+                    conversations_in=report.conversations_in,
+                    conversations_changed=report.conversations_new + report.conversations_changed,
+                    started_at=started_at,
+                    finished_at=utcnow(),
+                )
+            ],
+        )
+    return report

@@ -1,0 +1,237 @@
+"""Engines for a corpus's stores, the corpus registry, and the one-writer-per-corpus lock.
+
+Default layout under the memory home (`MEMORY_OS_HOME`, default `~/.memory_os`):
+
+    registry.db                     registered corpora (name, format, input path)
+    cache/                          caches shared by every corpus (embeddings, LLM responses)
+    corpora/<name>/source.db        conversations, messages, dead letters
+    corpora/<name>/staging.db       segments ... fact states (the pipeline's state)
+    corpora/<name>/reflective.db    user reactions (own retention, purgeable)
+    corpora/<name>/graph/           embedded graph store
+    corpora/<name>/indexes/         FAISS indexes
+
+A SQLAlchemy URL template (`{corpus}` and `{store}` placeholders) points the same tables elsewhere, e.g.
+`postgresql+psycopg://user@host/memory_{corpus}_{store}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Engine,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    select,
+)
+
+from memory_core.errors import CorpusLockedError, InputError
+from memory_core.store.schema import METADATA_BY_STORE
+
+CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
+STORES = ("source", "staging", "reflective")
+
+registry_metadata = MetaData()
+corpora_registry = Table(
+    "corpora",
+    registry_metadata,
+    Column("name", String(200), primary_key=True),
+    Column("source_format", String(32), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("options", JSON, nullable=False),  # e.g. {"record_id": "conv-26"}
+    Column("registered_at", DateTime, nullable=False),
+)
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def utcnow() -> datetime:
+    """Naive UTC: the convention of every stored time."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("MEMORY_OS_HOME") or Path.home() / ".memory_os")
+
+
+def validate_corpus_name(name: str) -> str:
+    if not CORPUS_NAME_RE.match(name or ""):
+        raise InputError(
+            f"invalid corpus name {name!r}: use letters, digits, '_', '-', '.', starting with a letter or digit"
+        )
+    return name
+
+
+def _sqlite_pragmas(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def get_engine(url: str) -> Engine:
+    """One engine per URL per process (SQLite: WAL, foreign keys on)."""
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if url.startswith("sqlite"):
+                engine = create_engine(url, connect_args={"check_same_thread": False})
+                event.listen(engine, "connect", _sqlite_pragmas)
+            else:
+                engine = create_engine(url, pool_pre_ping=True)
+            _engines[url] = engine
+        return engine
+
+
+def dispose_engines() -> None:
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+
+
+@dataclass(frozen=True)
+class MemoryHome:
+    """The memory home and how corpus stores are addressed."""
+
+    root: Path
+    url_template: str | None = None
+
+    @classmethod
+    def resolve(cls, home: str | os.PathLike | None = None, url_template: str | None = None) -> MemoryHome:
+        root = Path(home).expanduser() if home else default_home()
+        return cls(root=root.resolve(), url_template=url_template or None)
+
+    @property
+    def cache_dir(self) -> Path:
+        path = self.root / "cache"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def registry_engine(self) -> Engine:
+        self.root.mkdir(parents=True, exist_ok=True)
+        engine = get_engine(f"sqlite:///{self.root / 'registry.db'}")
+        registry_metadata.create_all(engine)
+        return engine
+
+    def corpus(self, name: str) -> CorpusStore:
+        return CorpusStore(self, validate_corpus_name(name))
+
+    # registry ---------------------------------------------------------------------------------
+    def register(self, name: str, source_format: str, path: str, options: dict | None = None) -> None:
+        validate_corpus_name(name)
+        row = dict(
+            name=name,
+            source_format=source_format,
+            path=str(path),
+            options=options or {},
+            registered_at=utcnow(),
+        )
+        engine = self.registry_engine()
+        with engine.begin() as conn:
+            conn.execute(corpora_registry.delete().where(corpora_registry.c.name == name))
+            conn.execute(corpora_registry.insert().values(**row))
+
+    def registration(self, name: str) -> dict | None:
+        with self.registry_engine().connect() as conn:
+            row = conn.execute(select(corpora_registry).where(corpora_registry.c.name == name)).mappings().first()
+        return dict(row) if row else None
+
+    def registrations(self) -> list[dict]:
+        with self.registry_engine().connect() as conn:
+            rows = conn.execute(select(corpora_registry).order_by(corpora_registry.c.name)).mappings().all()
+        return [dict(r) for r in rows]
+
+    def unregister(self, name: str) -> None:
+        with self.registry_engine().begin() as conn:
+            conn.execute(corpora_registry.delete().where(corpora_registry.c.name == name))
+
+
+class CorpusStore:
+    """Engines and file locations of one corpus. Creating it creates nothing; `engine()` creates the schema."""
+
+    def __init__(self, home: MemoryHome, name: str):
+        self.home = home
+        self.name = name
+        self.dir = home.root / "corpora" / name
+        self._ready: set[str] = set()
+
+    def url(self, store: str) -> str:
+        if store not in STORES:
+            raise ValueError(f"unknown store {store!r}")
+        if self.home.url_template:
+            return self.home.url_template.format(corpus=self.name, store=store)
+        return f"sqlite:///{self.dir / (store + '.db')}"
+
+    def engine(self, store: str) -> Engine:
+        url = self.url(store)
+        if url.startswith("sqlite"):
+            self.dir.mkdir(parents=True, exist_ok=True)
+        engine = get_engine(url)
+        if store not in self._ready:
+            METADATA_BY_STORE[store].create_all(engine)
+            self._ready.add(store)
+        return engine
+
+    @property
+    def source(self) -> Engine:
+        return self.engine("source")
+
+    @property
+    def staging(self) -> Engine:
+        return self.engine("staging")
+
+    @property
+    def reflective(self) -> Engine:
+        return self.engine("reflective")
+
+    def path(self, *parts: str) -> Path:
+        """A file location inside the corpus folder (graph, indexes, reports); parent created."""
+        path = self.dir.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def exists(self) -> bool:
+        return (self.dir / "source.db").exists() or bool(self.home.url_template)
+
+    @contextlib.contextmanager
+    def write_lock(self, timeout_s: float = 0.0) -> Iterator[None]:
+        """One writer per corpus: an exclusive advisory lock on a file in the corpus folder."""
+        lock_path = self.path(".write.lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise CorpusLockedError(
+                            f"corpus {self.name!r} is being written by another run (lock {lock_path})"
+                        ) from None
+                    time.sleep(0.2)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -1,0 +1,426 @@
+"""The data contract (DESIGN §3): every table of the source, staging and reflective stores.
+
+Three stores per corpus, each its own database so they can live on different engines and have their own
+retention: `source` (the original text, never edited), `staging` (the pipeline's intermediate and derived
+state) and `reflective` (user reactions, purgeable on its own). Tables are SQLAlchemy Core so the same
+contract runs on SQLite (default) and Postgres. All times are UTC.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+source_metadata = MetaData()
+staging_metadata = MetaData()
+reflective_metadata = MetaData()
+
+ID = String(64)
+
+
+# --------------------------------------------------------------------------------------------- source
+ingest_files = Table(
+    "ingest_files",
+    source_metadata,
+    Column("file_id", Integer, primary_key=True, autoincrement=True),
+    Column("corpus", String(200), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("source_format", String(32), nullable=False),
+    Column("file_sha256", String(64), nullable=False),
+    Column("records_in", Integer, nullable=False),
+    Column("stored", Integer, nullable=False),
+    Column("unchanged", Integer, nullable=False),
+    Column("dead_lettered", Integer, nullable=False),
+    Column("conversations_in", Integer, nullable=False),
+    Column("conversations_changed", Integer, nullable=False),
+    Column("started_at", DateTime, nullable=False),
+    Column("finished_at", DateTime, nullable=False),
+)
+
+conversations = Table(
+    "conversations",
+    source_metadata,
+    Column("conversation_id", ID, primary_key=True),
+    Column("corpus", String(200), nullable=False),
+    Column("source_ref", Text, nullable=False),  # the conversation's own id in its input
+    Column("title", Text, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("source_format", String(32), nullable=False),
+    Column("source_sha256", String(64), nullable=False),  # content hash: unchanged => skipped
+    Column("message_count", Integer, nullable=False),
+    Column("attributes", JSON, nullable=False),
+    Column("ingested_at", DateTime, nullable=False),
+    UniqueConstraint("corpus", "source_ref", name="uq_conversation_source_ref"),
+)
+
+messages = Table(
+    "messages",
+    source_metadata,
+    Column("message_id", ID, primary_key=True),
+    Column("conversation_id", ID, ForeignKey("conversations.conversation_id"), nullable=False),
+    # parent in the source's reply tree (ChatGPT mapping) or the previous turn; NULL only for a root
+    Column("parent_id", ID, ForeignKey("messages.message_id"), nullable=True),
+    Column("role", String(16), nullable=False),  # user | assistant | system | tool
+    Column("author", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    # True when the source gave no per-message time: session/conversation time + order-preserving offset
+    Column("time_derived", Boolean, nullable=False),
+    Column("position", Integer, nullable=False),  # order within the conversation (active branch first)
+    Column("content_sha256", String(64), nullable=False),
+    Column("source_ref", Text, nullable=False),  # the record's own id in its input (dia_id, node id, ...)
+    # source attributes (LongMemEval has_answer, LoCoMo image caption, ChatGPT branch): never features
+    Column("attributes", JSON, nullable=False),
+    UniqueConstraint("conversation_id", "source_ref", name="uq_message_source_ref"),
+)
+Index("ix_messages_conversation_position", messages.c.conversation_id, messages.c.position)
+Index("ix_messages_created_at", messages.c.created_at)
+Index("ix_messages_parent", messages.c.parent_id)
+
+# Prior versions of a message whose source text changed: the original is never lost.
+message_revisions = Table(
+    "message_revisions",
+    source_metadata,
+    Column("revision_id", Integer, primary_key=True, autoincrement=True),
+    Column("message_id", ID, nullable=False, index=True),
+    Column("text", Text, nullable=False),
+    Column("content_sha256", String(64), nullable=False),
+    Column("superseded_at", DateTime, nullable=False),
+)
+
+dead_letters = Table(
+    "dead_letters",
+    source_metadata,
+    Column("dead_letter_id", Integer, primary_key=True, autoincrement=True),
+    Column("corpus", String(200), nullable=False),
+    Column("file_sha256", String(64), nullable=False),
+    Column("source_ref", Text, nullable=False),
+    Column("reason_code", String(48), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("payload_excerpt", Text, nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+    UniqueConstraint("file_sha256", "source_ref", "reason_code", name="uq_dead_letter"),
+)
+Index("ix_dead_letters_reason", dead_letters.c.reason_code)
+
+# --------------------------------------------------------------------------------------------- staging
+segments = Table(
+    "segments",
+    staging_metadata,
+    Column("segment_id", ID, primary_key=True),
+    Column("conversation_id", ID, nullable=False),
+    Column("position", Integer, nullable=False),  # order within the conversation
+    Column("message_ids", JSON, nullable=False),  # ordered
+    # where the segment starts in its first message and ends (exclusive) in its last one
+    Column("start_char", Integer, nullable=False),
+    Column("end_char", Integer, nullable=False),
+    # [{message_id, start, end, offset}]: message char span -> offset of that piece in `text`
+    Column("message_spans", JSON, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("token_estimate", Integer, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("conversation_sha256", String(64), nullable=False),  # the source version it was cut from
+    # set when the source changed and a re-cut no longer produces this segment; never deleted
+    Column("superseded_at", DateTime, nullable=True),
+)
+Index("ix_segments_conversation", segments.c.conversation_id, segments.c.position)
+
+# Incremental bookkeeping: a conversation version (content hash) a stage has finished with.
+stage_progress = Table(
+    "stage_progress",
+    staging_metadata,
+    Column("stage", String(32), primary_key=True),
+    Column("conversation_id", ID, primary_key=True),
+    Column("conversation_sha256", String(64), nullable=False),
+    Column("stats", JSON, nullable=False),
+    Column("finished_at", DateTime, nullable=False),
+)
+
+mentions = Table(
+    "mentions",
+    staging_metadata,
+    Column("mention_id", ID, primary_key=True),
+    Column("segment_id", ID, ForeignKey("segments.segment_id"), nullable=False),
+    Column("message_id", ID, nullable=False),
+    Column("conversation_id", ID, nullable=False),
+    Column("span_start", Integer, nullable=False),  # char offsets in the message text
+    Column("span_end", Integer, nullable=False),
+    Column("surface", Text, nullable=False),  # message.text[span_start:span_end], verified
+    Column("title", Text, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("aliases", JSON, nullable=False),
+    Column("relations", JSON, nullable=False),  # [{target_title, relation, confidence}]
+    Column("confidence", Float, nullable=False),
+    Column("consolidated_id", ID, nullable=True),  # hard link to canonical_concepts, set by the loop
+    Column("extractor", String(100), nullable=False),
+    Column("extracted_at", DateTime, nullable=False),
+    Column("message_created_at", DateTime, nullable=False),
+)
+Index("ix_mentions_segment", mentions.c.segment_id)
+Index("ix_mentions_message", mentions.c.message_id)
+Index("ix_mentions_consolidated", mentions.c.consolidated_id)
+
+canonical_concepts = Table(
+    "canonical_concepts",
+    staging_metadata,
+    Column("concept_id", ID, primary_key=True),
+    Column("title", Text, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("state", String(16), nullable=False),  # active | weak | merged | split | archived
+    Column("trust", String(16), nullable=False),  # stable | weakened | disputed | broken | stale | archived
+    Column("confidence", Float, nullable=False),
+    Column("aliases", JSON, nullable=False),
+    Column("evidence_spans", JSON, nullable=False),
+    Column("relations", JSON, nullable=False),
+    Column("revision_count", Integer, nullable=False),
+    Column("support_count", Integer, nullable=False),
+    Column("first_seen", DateTime, nullable=False),
+    Column("last_seen", DateTime, nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+    Column("merged_into", ID, nullable=True),
+)
+Index("ix_concepts_state", canonical_concepts.c.state)
+
+# One row per (concept, evidence span): the EVIDENCE_FOR edge, queryable without unpacking JSON.
+concept_evidence = Table(
+    "concept_evidence",
+    staging_metadata,
+    Column("concept_id", ID, nullable=False),
+    Column("mention_id", ID, nullable=False),
+    Column("message_id", ID, nullable=False),
+    Column("segment_id", ID, nullable=False),
+    Column("span_start", Integer, nullable=False),
+    Column("span_end", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("status", String(16), nullable=False),  # active | stale | disputed | rejected
+    UniqueConstraint("concept_id", "mention_id", name="uq_concept_evidence"),
+)
+Index("ix_concept_evidence_message", concept_evidence.c.message_id)
+Index("ix_concept_evidence_segment", concept_evidence.c.segment_id)
+
+action_log = Table(
+    "action_log",
+    staging_metadata,
+    Column("action_id", Integer, primary_key=True, autoincrement=True),
+    Column("action", String(24), nullable=False),  # create|attach|refine|reject|merge|split|archive|invalidate|repair|...
+    Column("actor", String(48), nullable=False),  # memory_loop | gardener | repair_worker | user
+    Column("concept_id", ID, nullable=True),
+    Column("mention_id", ID, nullable=True),
+    Column("scores", JSON, nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("cited_message_ids", JSON, nullable=False),
+    Column("prior_state", JSON, nullable=True),  # the row before the action (for replay and rollback)
+    Column("new_state", JSON, nullable=True),
+    Column("run_id", String(64), nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+Index("ix_action_log_concept", action_log.c.concept_id)
+
+residuals = Table(
+    "residuals",
+    staging_metadata,
+    Column("residual_id", Integer, primary_key=True, autoincrement=True),
+    Column("stage", String(32), nullable=False),  # extraction | memory_loop | ...
+    Column("segment_id", ID, nullable=True),
+    Column("message_id", ID, nullable=True),
+    Column("mention_id", ID, nullable=True),
+    Column("reason_code", String(48), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+Index("ix_residuals_stage", residuals.c.stage, residuals.c.reason_code)
+
+topics = Table(
+    "topics",
+    staging_metadata,
+    Column("topic_id", ID, primary_key=True),
+    Column("label", Text, nullable=False),
+    Column("profile", Text, nullable=False),
+    Column("keywords", JSON, nullable=False),
+    Column("centroid", JSON, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("silhouette", Float, nullable=True),
+    Column("label_centroid_distance", Float, nullable=True),
+    Column("domain_id", ID, nullable=True),
+    Column("anchor_id", ID, nullable=True),
+    Column("first_seen", DateTime, nullable=True),
+    Column("last_seen", DateTime, nullable=True),
+    Column("recorded_at", DateTime, nullable=False),
+)
+
+topic_segments = Table(  # Segment BELONGS_TO Topic
+    "topic_segments",
+    staging_metadata,
+    Column("segment_id", ID, primary_key=True),
+    Column("topic_id", ID, nullable=True),  # NULL = noise: still retrievable, just not in a topic
+    Column("probability", Float, nullable=False),
+)
+Index("ix_topic_segments_topic", topic_segments.c.topic_id)
+
+topic_concept_links = Table(  # Topic RELATED_TO Concept
+    "topic_concept_links",
+    staging_metadata,
+    Column("topic_id", ID, nullable=False),
+    Column("concept_id", ID, nullable=False),
+    Column("weight", Float, nullable=False),  # 0-100 after min-max normalisation
+    Column("cosine", Float, nullable=False),
+    UniqueConstraint("topic_id", "concept_id", name="uq_topic_concept"),
+)
+Index("ix_links_concept", topic_concept_links.c.concept_id)
+
+domains = Table(
+    "domains",
+    staging_metadata,
+    Column("domain_id", ID, primary_key=True),
+    Column("label", Text, nullable=False),
+    Column("profile", Text, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+
+anchor_entities = Table(
+    "anchor_entities",
+    staging_metadata,
+    Column("anchor_id", ID, primary_key=True),
+    Column("domain_id", ID, nullable=False),
+    Column("concept_id", ID, nullable=True),
+    Column("label", Text, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+
+lifecycle_proposals = Table(
+    "lifecycle_proposals",
+    staging_metadata,
+    Column("proposal_id", ID, primary_key=True),
+    Column("category", String(32), nullable=False),  # merge|split|macro_concept|noise
+    Column("concept_ids", JSON, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("cited_message_ids", JSON, nullable=False),
+    Column("status", String(24), nullable=False),  # pending_review | accepted | rejected | applied
+    Column("proposer", String(48), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("created_at", DateTime, nullable=False),
+    Column("reviewed_at", DateTime, nullable=True),
+)
+
+gardener_actions = Table(
+    "gardener_actions",
+    staging_metadata,
+    Column("gardener_action_id", ID, primary_key=True),
+    Column("proposal_id", ID, nullable=True),
+    Column("action", String(32), nullable=False),  # refine_concept|merge_concepts|split_concept|create_relation
+    Column("concept_ids", JSON, nullable=False),
+    Column("before_state", JSON, nullable=False),
+    Column("after_state", JSON, nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("cited_message_ids", JSON, nullable=False),
+    Column("dry_run", Boolean, nullable=False),
+    Column("status", String(16), nullable=False),  # applied | rolled_back | failed | planned
+    Column("run_id", String(64), nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+
+repair_queue = Table(
+    "repair_queue",
+    staging_metadata,
+    Column("repair_id", Integer, primary_key=True, autoincrement=True),
+    Column("concept_id", ID, nullable=False),
+    Column("trust", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", String(16), nullable=False),  # queued | done | escalated
+    Column("enqueued_at", DateTime, nullable=False),
+    Column("resolved_at", DateTime, nullable=True),
+)
+
+claims = Table(
+    "claims",
+    staging_metadata,
+    Column("claim_id", ID, primary_key=True),
+    Column("concept_id", ID, nullable=False),
+    Column("message_id", ID, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("state", String(16), nullable=False),  # active | stale | disputed | rejected | archived
+    Column("recorded_at", DateTime, nullable=False),
+)
+
+fact_states = Table(  # bi-temporal: (Concept)-[:HAS_STATE {valid_from, valid_until}]->(FactState)
+    "fact_states",
+    staging_metadata,
+    Column("fact_state_id", ID, primary_key=True),
+    Column("concept_id", ID, nullable=False),
+    Column("attribute", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("valid_from", DateTime, nullable=False),
+    Column("valid_until", DateTime, nullable=True),  # NULL = current
+    Column("recorded_at", DateTime, nullable=False),
+    Column("superseded_at", DateTime, nullable=True),  # system time the memory stopped believing it
+    Column("evidence_message_id", ID, nullable=False),
+)
+Index("ix_fact_states_concept", fact_states.c.concept_id, fact_states.c.attribute)
+
+llm_calls = Table(
+    "llm_calls",
+    staging_metadata,
+    Column("call_id", Integer, primary_key=True, autoincrement=True),
+    Column("stage", String(32), nullable=False),
+    Column("model", String(100), nullable=False),
+    Column("cache_key", String(64), nullable=False),
+    Column("prompt_sha256", String(64), nullable=False),
+    Column("schema_sha256", String(64), nullable=False),
+    Column("tokens_in", Integer, nullable=False),
+    Column("tokens_out", Integer, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("cache_hit", Boolean, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("outcome", String(24), nullable=False),  # ok | invalid | error
+    Column("error", Text, nullable=False),
+    Column("called_at", DateTime, nullable=False),
+)
+
+# --------------------------------------------------------------------------------------------- reflective
+user_reactions = Table(
+    "user_reactions",
+    reflective_metadata,
+    Column("reaction_id", ID, primary_key=True),
+    Column("message_id", ID, nullable=False),  # evidence_message_id
+    Column("segment_id", ID, nullable=False),
+    Column("conversation_id", ID, nullable=False),
+    Column("state", String(24), nullable=False),
+    Column("state_raw", Text, nullable=False),
+    Column("intensity", Float, nullable=False),
+    Column("valence", String(16), nullable=False),
+    Column("epistemic_status", String(16), nullable=False),
+    Column("evidence_text", Text, nullable=False),
+    Column("topic_id", ID, nullable=True),  # DURING
+    Column("occurred_at", DateTime, nullable=False),
+    Column("extractor", String(100), nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+    Column("expires_at", DateTime, nullable=True),  # retention
+)
+Index("ix_reactions_message", user_reactions.c.message_id)
+
+METADATA_BY_STORE = {
+    "source": source_metadata,
+    "staging": staging_metadata,
+    "reflective": reflective_metadata,
+}

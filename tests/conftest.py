@@ -1,0 +1,50 @@
+"""Shared fixtures: an isolated memory home and Dagster instance per test, and small input writers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_core.store.db import MemoryHome, dispose_engines
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> MemoryHome:
+    root = tmp_path / "home"
+    monkeypatch.setenv("MEMORY_OS_HOME", str(root))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    (tmp_path / "dagster").mkdir()
+    yield MemoryHome.resolve(root)
+    dispose_engines()
+
+
+@pytest.fixture
+def instance(home):
+    import dagster as dg
+
+    with dg.instance_for_test(temp_dir=os.environ["DAGSTER_HOME"]) as inst:
+        yield inst
+
+
+def write_json(path: Path, value) -> Path:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    with path.open("w", encoding="utf-8") as fp:
+        for row in rows:
+            fp.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
+    return path
+
+
+def needs_shared_data(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return path
