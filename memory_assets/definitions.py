@@ -17,7 +17,9 @@ CHECK_MODULES = [ingestion_checks]
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
     # every stage is owned by the memory team and carries its stage as a tag for filtering in the UI
-    return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(tags={"memory_os/stage": spec.group_name or ""})
+    return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(
+        tags={"memory_os/stage": spec.group_name or ""}
+    )
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:

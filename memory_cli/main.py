@@ -30,8 +30,17 @@ class _Cli(click.Group):
 
 
 @click.group(cls=_Cli)
-@click.option("--home", envvar="MEMORY_OS_HOME", type=click.Path(file_okay=False), help="memory home (default ~/.memory_os)")
-@click.option("--database-url", envvar="MEMORY_OS_DATABASE_URL", help="SQLAlchemy URL template with {corpus} and {store}")
+@click.option(
+    "--home",
+    envvar="MEMORY_OS_HOME",
+    type=click.Path(file_okay=False),
+    help="memory home (default ~/.memory_os)",
+)
+@click.option(
+    "--database-url",
+    envvar="MEMORY_OS_DATABASE_URL",
+    help="SQLAlchemy URL template with {corpus} and {store}",
+)
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, database_url: str | None) -> None:
     """Memory OS: a revisable, provable memory built from chat histories."""
@@ -48,10 +57,17 @@ def corpus() -> None:
 @corpus.command("add")
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "source_format", type=click.Choice(["chatgpt", "longmemeval", "locomo", "jsonl"]), help="input format (detected when omitted)")
+@click.option(
+    "--format",
+    "source_format",
+    type=click.Choice(["chatgpt", "longmemeval", "locomo", "jsonl"]),
+    help="input format (detected when omitted)",
+)
 @click.option("--question-id", help="LongMemEval: build this question's haystack only")
 @click.option("--sample-id", help="LoCoMo: build this sample only")
-@click.option("--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval")
+@click.option(
+    "--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval"
+)
 @click.pass_context
 def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) -> None:
     """Register PATH as corpus NAME and add its partition."""
@@ -65,7 +81,9 @@ def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) ->
     from memory_assets.partitions import corpus_partitions
 
     existing = set(instance.get_dynamic_partitions(corpus_partitions.name))
-    instance.add_dynamic_partitions(corpus_partitions.name, [s.name for s in sources if s.name not in existing])
+    instance.add_dynamic_partitions(
+        corpus_partitions.name, [s.name for s in sources if s.name not in existing]
+    )
     for s in sources:
         suffix = f" (record {s.record_id})" if s.record_id else ""
         click.echo(f"registered {s.name}: {s.source_format} {s.path}{suffix}")
@@ -117,7 +135,9 @@ def corpus_remove(ctx, name, delete_data) -> None:
 @click.pass_context
 def materialize(ctx, name, selection, quiet) -> None:
     """Build corpus NAME in this process against the instance in DAGSTER_HOME."""
-    result = _materialize(_home(ctx), name, [s.strip() for s in selection.split(",")] if selection else None, quiet)
+    result = _materialize(
+        _home(ctx), name, [s.strip() for s in selection.split(",")] if selection else None, quiet
+    )
     sys.exit(0 if result else 1)
 
 
@@ -145,7 +165,9 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
     if result.success:
         click.echo(f"done in {took:.1f}s (run {result.run_id})", err=True)
     else:
-        click.echo(f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True)
+        click.echo(
+            f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True
+        )
     return result.success
 
 
@@ -164,7 +186,9 @@ def stats(ctx, name, as_json) -> None:
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return
-    click.echo(f"corpus {name}: {result['conversations']} conversations, {result['messages']} messages, {result['dead_letters']} dead letters")
+    click.echo(
+        f"corpus {name}: {result['conversations']} conversations, {result['messages']} messages, {result['dead_letters']} dead letters"
+    )
     for store_name, tables in result["tables"].items():
         click.echo(f"  {store_name}: " + ", ".join(f"{t}={n}" for t, n in tables.items() if n))
     for r in result["dead_letter_reasons"]:
@@ -182,7 +206,9 @@ def ui(ctx, port) -> None:
 
     ensure_dagster_home(_home(ctx))
     workspace = _PROJECT_ROOT / "workspace.yaml"
-    sys.exit(subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT)))
+    sys.exit(
+        subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT))
+    )
 
 
 @cli.command()
@@ -202,7 +228,9 @@ def demo(ctx, name) -> None:
     from memory_core.store.stats import corpus_stats
 
     s = corpus_stats(home.corpus(name))
-    click.echo(f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters")
+    click.echo(
+        f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
+    )
 
 
 def main() -> None:  # pragma: no cover - console entry

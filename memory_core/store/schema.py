@@ -88,7 +88,6 @@ messages = Table(
 )
 Index("ix_messages_conversation_position", messages.c.conversation_id, messages.c.position)
 Index("ix_messages_created_at", messages.c.created_at)
-Index("ix_messages_parent", messages.c.parent_id)
 
 # Prior versions of a message whose source text changed: the original is never lost.
 message_revisions = Table(
@@ -218,7 +217,9 @@ action_log = Table(
     "action_log",
     staging_metadata,
     Column("action_id", Integer, primary_key=True, autoincrement=True),
-    Column("action", String(24), nullable=False),  # create|attach|refine|reject|merge|split|archive|invalidate|repair|...
+    Column(
+        "action", String(24), nullable=False
+    ),  # create|attach|refine|reject|merge|split|archive|invalidate|repair|...
     Column("actor", String(48), nullable=False),  # memory_loop | gardener | repair_worker | user
     Column("concept_id", ID, nullable=True),
     Column("mention_id", ID, nullable=True),
@@ -327,7 +328,9 @@ gardener_actions = Table(
     staging_metadata,
     Column("gardener_action_id", ID, primary_key=True),
     Column("proposal_id", ID, nullable=True),
-    Column("action", String(32), nullable=False),  # refine_concept|merge_concepts|split_concept|create_relation
+    Column(
+        "action", String(32), nullable=False
+    ),  # refine_concept|merge_concepts|split_concept|create_relation
     Column("concept_ids", JSON, nullable=False),
     Column("before_state", JSON, nullable=False),
     Column("after_state", JSON, nullable=False),

@@ -1,0 +1,1 @@
+"""Evaluation harness and benchmarks (not part of the test suite)."""
