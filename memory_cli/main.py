@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import click
 
@@ -46,6 +47,9 @@ def cli(ctx: click.Context, home: str | None, database_url: str | None) -> None:
     """Memory OS: a revisable, provable memory built from chat histories."""
     ctx.ensure_object(dict)
     ctx.obj["home"] = MemoryHome.resolve(home, database_url)
+    # Dagster marks some APIs this project relies on (partitioned asset checks) as preview: say it once in the
+    # README, not on every command
+    warnings.filterwarnings("ignore", message=r".*is currently in (preview|beta).*")
 
 
 # ------------------------------------------------------------------------------------------------ corpus
