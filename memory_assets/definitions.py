@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.extraction import assets as extraction_assets
+from memory_assets.extraction import checks as extraction_checks
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
-ASSET_MODULES = [ingestion_assets]
-CHECK_MODULES = [ingestion_checks]
+ASSET_MODULES = [ingestion_assets, extraction_assets]
+CHECK_MODULES = [ingestion_checks, extraction_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
@@ -23,7 +26,7 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"storage": MemoryStorage()}
+    return {"storage": MemoryStorage(), "llm": LLMResource()}
 
 
 defs = dg.Definitions(

@@ -173,6 +173,23 @@ Index("ix_mentions_segment", mentions.c.segment_id)
 Index("ix_mentions_message", mentions.c.message_id)
 Index("ix_mentions_consolidated", mentions.c.consolidated_id)
 
+# Which segments a teacher has answered (one row per segment and extractor): a changed conversation
+# re-cut into mostly the same segments re-extracts only the new ones. status `pending` = a transient LLM
+# failure, retried by the next run.
+segment_extractions = Table(
+    "segment_extractions",
+    staging_metadata,
+    Column("segment_id", ID, primary_key=True),
+    Column("extractor", String(100), primary_key=True),
+    Column("conversation_id", ID, nullable=False),
+    Column("status", String(16), nullable=False),  # done | pending
+    Column("outcome", String(16), nullable=False),  # ok | invalid | refused | error
+    Column("reason", Text, nullable=False),
+    Column("stats", JSON, nullable=False),  # candidates, accepted, rejected, spans, reactions ...
+    Column("extracted_at", DateTime, nullable=False),
+)
+Index("ix_segment_extractions_conversation", segment_extractions.c.conversation_id)
+
 canonical_concepts = Table(
     "canonical_concepts",
     staging_metadata,
@@ -389,16 +406,19 @@ llm_calls = Table(
     Column("cache_key", String(64), nullable=False),
     Column("prompt_sha256", String(64), nullable=False),
     Column("schema_sha256", String(64), nullable=False),
+    Column("input_sha256", String(64), nullable=False),
+    Column("segment_id", ID, nullable=True),  # what the call was about (extraction: the segment)
     Column("tokens_in", Integer, nullable=False),
     Column("tokens_out", Integer, nullable=False),
     Column("latency_ms", Float, nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("cache_hit", Boolean, nullable=False),
     Column("attempts", Integer, nullable=False),
-    Column("outcome", String(24), nullable=False),  # ok | invalid | error
+    Column("outcome", String(24), nullable=False),  # ok | invalid | refused | error
     Column("error", Text, nullable=False),
     Column("called_at", DateTime, nullable=False),
 )
+Index("ix_llm_calls_stage", llm_calls.c.stage, llm_calls.c.called_at)
 
 # --------------------------------------------------------------------------------------------- reflective
 user_reactions = Table(
@@ -413,7 +433,9 @@ user_reactions = Table(
     Column("intensity", Float, nullable=False),
     Column("valence", String(16), nullable=False),
     Column("epistemic_status", String(16), nullable=False),
-    Column("evidence_text", Text, nullable=False),
+    Column("evidence_text", Text, nullable=False),  # the cue: message.text[span_start:span_end], verified
+    Column("span_start", Integer, nullable=False),
+    Column("span_end", Integer, nullable=False),
     Column("topic_id", ID, nullable=True),  # DURING
     Column("occurred_at", DateTime, nullable=False),
     Column("extractor", String(100), nullable=False),
