@@ -199,6 +199,32 @@ def stats(ctx, name, as_json) -> None:
         click.echo(f"  dead letters {r['reason_code']}: {r['count']} (e.g. {r['example']})")
 
 
+# ------------------------------------------------------------------------------------------------ reactions
+@cli.group()
+def reactions() -> None:
+    """The reflective store (user reactions): retention and purge."""
+
+
+@reactions.command("purge")
+@click.argument("name")
+@click.option("--expired-only", is_flag=True, help="only reactions past their retention (expires_at)")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@click.pass_context
+def reactions_purge(ctx, name, expired_only, yes) -> None:
+    """Delete corpus NAME's user reactions (all of them, or only the expired ones)."""
+    from memory_core.corpora import registered_source
+    from memory_core.extraction.reflective import purge_expired_reactions, purge_reactions, reaction_count
+
+    home = _home(ctx)
+    registered_source(home, name)
+    store = home.corpus(name)
+    if not expired_only and not yes:
+        click.confirm(f"delete all {reaction_count(store)} reactions of {name}?", abort=True)
+    with store.write_lock(timeout_s=30):
+        removed = purge_expired_reactions(store) if expired_only else purge_reactions(store)
+    click.echo(f"purged {removed} reactions of {name}; {reaction_count(store)} left")
+
+
 @cli.command()
 @click.option("--port", default=3000, show_default=True)
 @click.pass_context

@@ -10,6 +10,7 @@ from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
 from memory_core.store.schema import segments
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 from tests.conftest import write_json
 from tests.samples import chatgpt_conversation, locomo_sample
@@ -23,7 +24,7 @@ def _materialize(instance, home, name):
         selection=INGESTION,
         instance=instance,
         partition_key=name,
-        resources={"storage": MemoryStorage(home=str(home.root))},
+        resources={"storage": MemoryStorage(home=str(home.root)), "llm": LLMResource(teacher="offline")},
     )
 
 

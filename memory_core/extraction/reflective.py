@@ -12,7 +12,8 @@ from memory_core.store.schema import user_reactions
 
 
 def purge_expired_reactions(store: CorpusStore, now: datetime | None = None) -> int:
-    """Retention: delete reactions whose `expires_at` has passed; returns how many."""
+    """Retention: delete reactions whose `expires_at` has passed; returns how many. The caller holds the
+    corpus write lock."""
     now = now or utcnow()
     with store.reflective.begin() as conn:
         result = conn.execute(
@@ -24,9 +25,10 @@ def purge_expired_reactions(store: CorpusStore, now: datetime | None = None) -> 
 
 
 def purge_reactions(store: CorpusStore) -> int:
-    """Delete every reaction of the corpus; returns how many. The extraction stage does not bring them back
-    for conversations it has finished (it re-extracts only new or changed segments)."""
-    with store.write_lock(timeout_s=30), store.reflective.begin() as conn:
+    """Delete every reaction of the corpus; returns how many. The caller holds the corpus write lock. The
+    extraction stage does not bring them back for conversations it has finished (it re-extracts only new or
+    changed segments)."""
+    with store.reflective.begin() as conn:
         result = conn.execute(delete(user_reactions))
     return result.rowcount or 0
 

@@ -298,7 +298,8 @@ def _process(
     pending = 0
     for segment in inputs:
         result = results[segment.segment_id]
-        report.responses += 1
+        # schema validity counts answers (valid or not); refusals and unavailability are not answers
+        report.responses += int(result.outcome in ("ok", "invalid"))
         stats: Counter = Counter()
         if result.extraction is not None:
             report.responses_valid += 1
