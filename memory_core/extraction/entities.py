@@ -81,7 +81,16 @@ def _markup_ranges(text: str, start: int, end: int) -> list[Span]:
     """Bold runs and heading lines: an assistant's structure, not things the conversation is about."""
     ranges = [(m.start(), m.end()) for m in re.finditer(r"\*\*[^*\n]{1,120}\*\*", text[:end])]
     ranges += [(m.start(), m.end()) for m in re.finditer(r"(?m)^\s*#{1,6} .*$", text[:end])]
+    ranges += [(m.start(), m.end()) for m in re.finditer(r"```.*?(?:```|\Z)", text[:end], re.S)]  # code
     return [(a, b) for a, b in ranges if b > start]
+
+
+_CLAUSE_OPENER = re.compile(r"(?:[:;(]|\*\*|\s[-–—]|^\s*(?:\d+[.)]|[-*•]))\s*$")
+
+
+def _opens_clause(text: str, pos: int, sentence_start: int) -> bool:
+    """A word right after "1.", "-", ":", "**" or "(" starts a clause like a sentence does ("Step 2: Create ...")."""
+    return pos == sentence_start or bool(_CLAUSE_OPENER.search(text[max(sentence_start, pos - 8) : pos]))
 
 
 def _inside(a: int, b: int, ranges: list[Span]) -> bool:
@@ -143,9 +152,12 @@ def find_entities(
     taken: list[Span] = []
     sents = sentences(text, start, end)
     sentence_starts: set[int] = set()
-    for s, _ in sents:
+    for s, e in sents:
         m = re.match(r"[\s\-*•>#\d.)\"'“‘(]*", text[s:end])
         sentence_starts.add(s + (m.end() if m else 0))
+        for tok in _TOKEN.finditer(text, s, e):
+            if _opens_clause(text, tok.start(), s):
+                sentence_starts.add(tok.start())
     markup = [] if is_person else _markup_ranges(text, start, end)
     for a, b in protected_ranges(text, start, end):
         inner_a, inner_b = a + 1, b - 1
@@ -248,7 +260,7 @@ def capitalised_mid_sentence(text: str, start: int, end: int) -> set[str]:
     out: set[str] = set()
     for s, e in sentences(text, start, end):
         for m in list(_TOKEN.finditer(text, s, e))[1:]:
-            if _capitalised(m.group()):
+            if _capitalised(m.group()) and not _opens_clause(text, m.start(), s):
                 out.add(m.group())
     return out
 

@@ -82,7 +82,7 @@ _DANGLING = {
 }
 _GOAL = re.compile(
     r"\b(want to|wanna|want|wants|would like|'d like|'d love to|would love to|plan to|plans to|planning|plan is|"
-    r"going to|gonna|hope to|hoping to|aim to|aiming|my goal|goal is|intend\w*|need to|needs to|have to|has to|"
+    r"going to (?!(?:the|a|an|my|our|his|her|their|this|that|church|school|work|bed|class|boot)\b)|gonna|hope to|hoping to|aim to|aiming|my goal|goal is|intend\w*|need to|needs to|have to|has to|"
     r"got to|trying to|try to|thinking (?:about|of)|considering|decided to|looking to|looking for|will|'ll|"
     r"dream of|dream is|wish|saving (?:up )?for|someday|one day|next (?:month|year|spring|summer|fall|autumn|winter)|"
     r"keen on|eager to|can't wait to|ready to|determined to|working towards?|bucket list|signing up|applying)\b"
@@ -102,7 +102,8 @@ _OPINION = re.compile(
 _STATE = re.compile(
     r"^(?:i'm (?:a|an|the|from|based|married|single|vegan|vegetarian)\b|i am (?:a|an|the|from)\b|"
     r"(?:i|we) (?:\w+ )?(?:have|has|own|live|lives|work as|work at|work for|grew up|come from)\b|"
-    r"my \w+(?: \w+)? (?:is|are|was|were|has|have)\b|i'm \w+ years old|i'm allergic)"
+    r"my \w+(?: \w+)? (?:is|are|was|were|has|have)\b|i'm \w+ years old|i'm allergic|"
+    r"(?:this|that|these|those|it|they) (?:is|are|was|were) (?:my|our)\b)"
 )
 _ATTITUDE = {"think", "thought", "believe", "believed", "feel", "felt", "love", "loved", "like", "liked", "prefer",
              "preferred", "hate", "hated", "enjoy", "enjoyed", "adore", "know", "knew", "guess", "suppose",
@@ -192,6 +193,8 @@ def classify_statement(clause: str, connector: str, first_person: bool) -> tuple
         past = past or any(_is_past(w) for w in ws[1:5])
     if past or explicit_date(low) or re.search(r"\b(just got|recently)\b", low):
         return "event", 0.6
+    if stative and verb.endswith("ing") and verb.isalpha() and not _FEELING_WORDS & set(ws):
+        return "behavioral_pattern", 0.5  # an ongoing activity: "I'm writing articles about fantasy novels"
     if _OPINION.search(low):
         return "belief", 0.55
     if _STATE.search(low):
@@ -226,7 +229,7 @@ class OfflineTeacher(Teacher):
     extractor = RULES_VERSION
     uses_llm = False
 
-    def __init__(self, max_assistant_entities: int = 6):
+    def __init__(self, max_assistant_entities: int = 4):
         self.max_assistant_entities = max_assistant_entities
 
     def describe(self) -> dict:
@@ -241,6 +244,7 @@ class OfflineTeacher(Teacher):
         elsewhere: set[str] = set()
         for m in segment.messages:
             elsewhere |= capitalised_mid_sentence(m.text, m.start, m.end)
+        person_text = " ".join(m.piece for m in segment.messages if m.is_person).casefold()
         for m in segment.messages:
             projects = find_projects(m.text, m.start, m.end) if m.is_person else []
             if m.is_person:
@@ -271,7 +275,7 @@ class OfflineTeacher(Teacher):
                 h for h in hits if not any(a <= h.start and h.end <= b for a, b in projects)
             ]  # "EP" in "our first EP"
             if not m.is_person:
-                hits = hits[: self.max_assistant_entities]
+                hits = self._assistant_entities(m, hits, person_text)
             for hit in hits:
                 self._add(
                     drafts,
@@ -285,6 +289,20 @@ class OfflineTeacher(Teacher):
                 )
         concepts = [self._candidate(d) for d in drafts.values()]
         return TeacherResult(SegmentExtraction(concepts=concepts, reactions=reactions), "ok")
+
+    def _assistant_entities(self, m: MessageView, hits: list, person_text: str) -> list:
+        """An assistant's long answers name many things; keep the ones the conversation is about: named by a
+        person in this segment, names of several words or technical names, or repeated; at most a few."""
+        piece = m.piece
+        kept = []
+        for h in hits:
+            name = h.name
+            shared = name.casefold() in person_text
+            distinctive = len(name.split()) > 1 or any(c.isupper() for c in name[1:]) or "-" in name
+            repeated = piece.count(name) > 1
+            if shared or distinctive or repeated:
+                kept.append((not shared, h.start, h))
+        return [h for _, _, h in sorted(kept, key=lambda k: (k[0], k[1]))][: self.max_assistant_entities]
 
     # ------------------------------------------------------------------------------------ statements
     def _statements(self, m: MessageView, drafts: dict[tuple[str, str], _Draft]) -> None:

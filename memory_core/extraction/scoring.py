@@ -58,9 +58,9 @@ def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
     }
 
 
-def gold_segment(g: GoldMessage, speakers: tuple[str, ...]) -> SegmentInput:
-    view = MessageView(
-        ref="m1",
+def _view(g: GoldMessage, ref: str) -> MessageView:
+    return MessageView(
+        ref=ref,
         message_id=g.id,
         role=g.role,
         author=g.author,
@@ -70,7 +70,22 @@ def gold_segment(g: GoldMessage, speakers: tuple[str, ...]) -> SegmentInput:
         end=len(g.text),
         created_at=g.created_at,
     )
-    return SegmentInput(f"gold:{g.id}", f"gold:{g.style}", g.style, (view,), speakers)
+
+
+def gold_segment(
+    g: GoldMessage, speakers: tuple[str, ...], previous: GoldMessage | None = None
+) -> SegmentInput:
+    """The segment a message would sit in: a reply shares its round with the user turn before it (as the
+    segmenter cuts rounds); only the scored message's mentions are counted."""
+    views = (_view(previous, "m1"), _view(g, "m2")) if previous is not None else (_view(g, "m1"),)
+    return SegmentInput(f"gold:{g.id}", f"gold:{g.style}", g.style, views, speakers)
+
+
+def _round_opener(gold: list[GoldMessage], i: int) -> GoldMessage | None:
+    g, prev = gold[i], gold[i - 1] if i else None
+    if prev is not None and g.role == "assistant" and prev.role == "user" and prev.style == g.style:
+        return prev
+    return None
 
 
 def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 0.5) -> dict:
@@ -83,8 +98,8 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
     failures: list[dict] = []
     examples: list[dict] = []
     started = time.perf_counter()
-    for g in gold:
-        segment = gold_segment(g, tuple(sorted(speakers_by_style.get(g.style, ()))))
+    for i, g in enumerate(gold):
+        segment = gold_segment(g, tuple(sorted(speakers_by_style.get(g.style, ()))), _round_opener(gold, i))
         result = teacher.extract(segment)
         if result.extraction is None:
             failures.append({"message": g.id, "outcome": result.outcome, "error": result.error})
@@ -92,6 +107,8 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
         else:
             mapped = map_extraction(segment, result.extraction, teacher.extractor, utcnow())
             mapped_mentions, mapped_reactions = mapped.mentions, mapped.reactions
+        mapped_mentions = [r for r in mapped_mentions if r["message_id"] == g.id]
+        mapped_reactions = [r for r in mapped_reactions if r["message_id"] == g.id]
         pred = [(r["type"], r["span_start"], r["span_end"]) for r in mapped_mentions]
         gold_spans = [(m.type, m.start, m.end) for m in g.mentions]
         for scope in ("all", f"style:{g.style}"):
