@@ -214,3 +214,40 @@ def test_gold_scorer_runs_the_llm_teacher_through_the_same_path(chat_server, tmp
     assert (
         score_teacher(teacher, gold)["spans"] == report["spans"] and len(chat_server.requests) == 6
     )  # cached
+
+
+def test_connection_refused_is_retried_then_transient():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = OpenAICompatibleClient(
+        api_key=KEY,
+        model="gpt-4o-mini",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        backoff_base_s=0.01,
+        max_retries=2,
+    )
+    result = c.structured(request())
+    assert result.outcome == "error" and result.transient and result.attempts == 3
+    assert result.error.startswith("connection error")
+
+
+def test_resource_picks_the_teacher_at_run_start(monkeypatch, tmp_path, chat_server):
+    from memory_core.store.db import MemoryHome
+    from memory_resources.llm import LLMResource
+
+    home = MemoryHome.resolve(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert LLMResource().build_teacher(home).describe()["teacher"] == "offline"
+    with pytest.raises(LLMConfigurationError, match="no API key"):
+        LLMResource(teacher="openai").build_teacher(home)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", chat_server.url)
+    monkeypatch.setenv("OPENAI_MODEL", "gpt-4.1-mini")
+    teacher = LLMResource().build_teacher(home)
+    described = teacher.describe()
+    assert described["teacher"] == "gpt-4.1-mini" and described["base_url"] == chat_server.url
+    assert KEY not in str(described)
+    assert LLMResource(teacher="offline").build_teacher(home).describe()["teacher"] == "offline"
