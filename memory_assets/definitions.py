@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.consolidation import assets as consolidation_assets
+from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.storage import MemoryStorage
 
-ASSET_MODULES = [ingestion_assets]
-CHECK_MODULES = [ingestion_checks]
+ASSET_MODULES = [ingestion_assets, consolidation_assets]
+CHECK_MODULES = [ingestion_checks, consolidation_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
@@ -21,7 +24,7 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"storage": MemoryStorage()}
+    return {"storage": MemoryStorage(), "embeddings": EmbeddingsResource()}
 
 
 defs = dg.Definitions(
