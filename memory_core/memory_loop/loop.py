@@ -130,19 +130,9 @@ class _Memory:
                 ).where(mentions.c.consolidated_id.is_not(None))
             ).all()
         ids = list(self.heads)
-        vectors = (
-            self.embed(
-                [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
-            )
-            if ids
-            else None
-        )
-        dim = (
-            vectors.shape[1]
-            if vectors is not None
-            else (self.embedder.dim or self.embed(["dimension probe"]).shape[1])
-        )
-        self.index = ConceptIndex(dim, self.config.weights, capacity=max(1024, 2 * len(ids)))
+        keys = [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
+        vectors = self.embed(keys) if ids else []
+        self.index = ConceptIndex(self.config.weights, capacity=max(1024, 2 * len(ids)))
         for i, cid in enumerate(ids):
             h = self.heads[cid]
             self.index.add(
@@ -272,73 +262,46 @@ def _flush(mem: _Memory, batch: _Batch) -> None:
     mem.report.batches += 1
 
 
-def _record(
-    batch: _Batch,
-    run_id: str,
-    action: str,
-    cand: Candidate | None,
-    cid: str | None,
-    d: Decision | None,
-    prior,
-    new,
-    now,
-    rationale=None,
-    cited=None,
-    scores=None,
-):
-    batch.records.append(
-        log.ActionRecord(
-            action=action,
-            actor=ACTOR,
-            concept_id=cid,
-            mention_id=cand.mention_id if cand else None,
-            scores=scores if scores is not None else {**d.scores, "reason_code": d.reason_code},
-            rationale=rationale if rationale is not None else d.rationale,
-            cited_message_ids=cited if cited is not None else [cand.message_id],
-            prior_state=prior,
-            new_state=new,
-            run_id=run_id,
-            recorded_at=now,
-        )
+def _decision_record(
+    run_id: str, cand: Candidate, cid: str | None, d: Decision, prior, new, now
+) -> log.ActionRecord:
+    return log.ActionRecord(
+        action=d.action,
+        actor=ACTOR,
+        concept_id=cid,
+        mention_id=cand.mention_id,
+        scores={**d.scores, "reason_code": d.reason_code},
+        rationale=d.rationale,
+        cited_message_ids=[cand.message_id],
+        prior_state=prior,
+        new_state=new,
+        run_id=run_id,
+        recorded_at=now,
     )
 
 
-def _reject(
-    mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, code: str, why: str, scores: dict, now
-) -> None:
+def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decision, now) -> None:
     mem.report.actions["reject"] += 1
-    mem.report.reject_reasons[code] += 1
+    mem.report.reject_reasons[d.reason_code] += 1
+    payload = {
+        "title": cand.title,
+        "type": cand.type,
+        "description": cand.description,
+        "confidence": cand.confidence,
+    }
     batch.residuals.append(
         dict(
             stage=STAGE,
             segment_id=cand.segment_id,
             message_id=cand.message_id,
             mention_id=cand.mention_id,
-            reason_code=code,
-            reason=why,
-            payload={
-                "title": cand.title,
-                "type": cand.type,
-                "description": cand.description,
-                "confidence": cand.confidence,
-                "scores": scores,
-            },
+            reason_code=d.reason_code,
+            reason=d.rationale,
+            payload={**payload, "scores": d.scores},
             recorded_at=now,
         )
     )
-    _record(
-        batch,
-        run_id,
-        "reject",
-        cand,
-        None,
-        None,
-        None,
-        None,
-        now,
-        rationale=why,
-        scores={**scores, "reason_code": code},
-    )
+    batch.records.append(_decision_record(run_id, cand, None, d, None, None, now))
 
 
 def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.ndarray, d: Decision) -> None:
@@ -346,7 +309,7 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
     index = mem.index
     mem.report.reasons[d.reason_code] += 1
     if d.action == "reject":
-        _reject(mem, batch, run_id, cand, d.reason_code, d.rationale, d.scores, now)
+        _reject(mem, batch, run_id, cand, d, now)
         return
     if d.action == "create":
         cid = stable_uuid("concept", mem.store.name, cand.mention_id)
@@ -358,7 +321,7 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
             cid, vec, head["type"], [head["title"], *head["aliases"]], head["first_seen"], head["last_seen"]
         )
         batch.new_concepts.append(cid)
-        _record(batch, run_id, "create", cand, cid, d, None, patch, now)
+        batch.records.append(_decision_record(run_id, cand, cid, d, None, patch, now))
     else:
         cid = d.concept_id
         head = mem.heads[cid]
@@ -372,7 +335,7 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
             index.set_vector(cid, mem.embed([concept_embedding_key(head["title"], head["description"])])[0])
             mem.report.refined_concepts.add(cid)
         batch.changed.add(cid)
-        _record(batch, run_id, d.action, cand, cid, d, prior, patch, now)
+        batch.records.append(_decision_record(run_id, cand, cid, d, prior, patch, now))
     mem.report.actions[d.action] += 1
     index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
     for span in spans:
@@ -433,19 +396,20 @@ def _resolve_relations(mem: _Memory, run_id: str) -> None:
             "typed relations proposed by the extractor, targets resolved by exact title/alias: "
             + ", ".join(f"{rel} → {mem.heads[t]['title']}" for (t, rel) in sorted(added[cid]))
         )
-        _record(
-            batch,
-            run_id,
-            "relate",
-            None,
-            cid,
-            None,
-            prior,
-            patch,
-            now,
-            rationale=rationale,
-            cited=sorted(set(cited[cid])),
-            scores={"relations": len(added[cid])},
+        batch.records.append(
+            log.ActionRecord(
+                action="relate",
+                actor=ACTOR,
+                concept_id=cid,
+                mention_id=None,
+                scores={"relations": len(added[cid])},
+                rationale=rationale,
+                cited_message_ids=sorted(set(cited[cid])),
+                prior_state=prior,
+                new_state=patch,
+                run_id=run_id,
+                recorded_at=now,
+            )
         )
     mem.report.actions["relate"] += len(batch.records)
     _flush(mem, batch)
@@ -472,22 +436,26 @@ def consolidate(
     for ids in _chunks(pending, config.batch_size):
         cands, texts, live = _load_batch(store, ids)
         vectors = mem.embed([c.embedding_key for c in cands])
+        t0 = time.perf_counter()
+        presims = mem.index.batch_similarities(vectors)
+        report.retrieval_seconds += time.perf_counter() - t0
         batch = _Batch()
-        for cand, vec in zip(cands, vectors, strict=True):
+        for cand, vec, row_sims in zip(cands, vectors, presims, strict=True):
             report.processed += 1
-            screened = router.screen(cand, texts.get(cand.message_id), cand.segment_id in live)
-            if screened is not None:
-                mem.report.reasons[screened[0]] += 1
-                _reject(mem, batch, report.run_id, cand, screened[0], screened[1], {}, utcnow())
-                rejected_vectors.append(vec)
-                continue
-            t0 = time.perf_counter()
-            hits = mem.index.retrieve(
-                vec, cand.names, cand.message_created_at, cand.segment_id, cand.conversation_id
-            )
-            views = {h.concept_id: mem.view(h.concept_id, cand) for h in hits}
-            decision = router.route(cand, hits, views)
-            report.retrieval_seconds += time.perf_counter() - t0
+            decision = router.screen(cand, texts.get(cand.message_id), cand.segment_id in live)
+            if decision is None:
+                t0 = time.perf_counter()
+                hits = mem.index.retrieve(
+                    vec,
+                    cand.names,
+                    cand.message_created_at,
+                    cand.segment_id,
+                    cand.conversation_id,
+                    presims=row_sims,
+                )
+                views = {h.concept_id: mem.view(h.concept_id, cand) for h in hits}
+                decision = router.route(cand, hits, views)
+                report.retrieval_seconds += time.perf_counter() - t0
             if decision.action == "reject":
                 rejected_vectors.append(vec)
             _apply(mem, batch, report.run_id, cand, vec, decision)

@@ -116,25 +116,32 @@ def grounding(store: CorpusStore) -> dict:
         concepts = conn.execute(
             select(func.count()).where(canonical_concepts.c.state.in_(LIVE_STATES))
         ).scalar_one()
-    message_ids = sorted({s.message_id for s in spans})
-    texts: dict[str, str] = {}
+    by_message: dict[str, list] = defaultdict(list)
+    for span in spans:
+        by_message[span.message_id].append(span)
+    message_ids = sorted(by_message)
+    bad_concepts = set()
+    bad_spans = []
     with store.source.connect() as conn:
-        for i in range(0, len(message_ids), _CHUNK):
+        for i in range(0, len(message_ids), _CHUNK):  # message texts a chunk at a time, never all at once
             chunk = message_ids[i : i + _CHUNK]
-            texts.update(
+            texts = dict(
                 conn.execute(
                     select(messages.c.message_id, messages.c.text).where(messages.c.message_id.in_(chunk))
                 ).all()
             )
-    bad_concepts = set()
-    bad_spans = []
-    for s in spans:
-        text = texts.get(s.message_id)
-        if text is None or text[s.span_start : s.span_end] != s.text:
-            bad_concepts.add(s.concept_id)
-            bad_spans.append(
-                {"concept_id": s.concept_id, "message_id": s.message_id, "span": [s.span_start, s.span_end]}
-            )
+            for message_id in chunk:
+                text = texts.get(message_id)
+                for s in by_message[message_id]:
+                    if text is None or text[s.span_start : s.span_end] != s.text:
+                        bad_concepts.add(s.concept_id)
+                        bad_spans.append(
+                            {
+                                "concept_id": s.concept_id,
+                                "message_id": message_id,
+                                "span": [s.span_start, s.span_end],
+                            }
+                        )
     without_evidence = concepts - len({s.concept_id for s in spans})
     ungrounded = len(bad_concepts) + without_evidence
     return {

@@ -36,7 +36,7 @@ class RetrieverWeights:
     graph: float = 0.10
     temporal: float = 0.05
     top_k: int = 8
-    shortlist: int = 32  # nearest concepts by cosine considered before fusion
+    shortlist: int = 16  # nearest concepts by cosine considered before fusion
     conversation_graph: float = 0.5
     temporal_scale_days: float = 30.0
 
@@ -80,11 +80,14 @@ class _Entry:
 class ConceptIndex:
     """The in-memory view of a corpus's live concepts that the retriever queries."""
 
-    def __init__(self, dim: int, weights: RetrieverWeights | None = None, capacity: int = 1024):
-        self.dim = dim
+    def __init__(self, weights: RetrieverWeights | None = None, capacity: int = 1024):
         self.weights = weights or RetrieverWeights()
-        self._matrix = np.zeros((max(capacity, 1), dim), dtype=np.float32)
+        self._capacity = max(capacity, 1)
+        self._matrix: np.ndarray | None = None  # sized by the first vector (providers differ in dim)
         self._ids: list[str] = []
+        # batch_similarities() snapshot: rows it covered, rows whose vector changed since
+        self._snapshot_rows = 0
+        self._stale_rows: set[int] = set()
         self._entries: dict[str, _Entry] = {}
         self._by_name: dict[str, set[str]] = defaultdict(set)
         self._by_segment: dict[str, set[str]] = defaultdict(set)
@@ -97,6 +100,8 @@ class ConceptIndex:
 
     @property
     def matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            return np.zeros((0, 0), dtype=np.float32)
         return self._matrix[: len(self._ids)]
 
     # ---------------------------------------------------------------------------------- updates
@@ -112,8 +117,10 @@ class ConceptIndex:
         if concept_id in self._entries:
             raise ValueError(f"concept {concept_id} is already indexed")
         row = len(self._ids)
+        if self._matrix is None:
+            self._matrix = np.zeros((self._capacity, len(vector)), dtype=np.float32)
         if row == self._matrix.shape[0]:
-            grown = np.zeros((self._matrix.shape[0] * 2, self.dim), dtype=np.float32)
+            grown = np.zeros((self._matrix.shape[0] * 2, self._matrix.shape[1]), dtype=np.float32)
             grown[:row] = self._matrix
             self._matrix = grown
         self._matrix[row] = vector
@@ -122,7 +129,9 @@ class ConceptIndex:
         self.set_names(concept_id, names)
 
     def set_vector(self, concept_id: str, vector: np.ndarray) -> None:
-        self._matrix[self._entries[concept_id].row] = vector
+        row = self._entries[concept_id].row
+        self._matrix[row] = vector
+        self._stale_rows.add(row)
 
     def set_names(self, concept_id: str, names: list[str]) -> None:
         entry = self._entries[concept_id]
@@ -166,6 +175,27 @@ class ConceptIndex:
         gap = entry.first_seen - seen_at if seen_at < entry.first_seen else seen_at - entry.last_seen
         return math.exp(-gap.total_seconds() / 86400.0 / self.weights.temporal_scale_days)
 
+    def batch_similarities(self, vectors: np.ndarray) -> np.ndarray:
+        """Cosines of a batch of candidates to every concept indexed now, as one matrix product (the concept
+        matrix is read once per batch, not once per candidate); pass row i to `retrieve` as `presims`."""
+        self._snapshot_rows = len(self._ids)
+        self._stale_rows = set()
+        if not self._ids:
+            return np.zeros((len(vectors), 0), dtype=np.float32)
+        return np.asarray(vectors, dtype=np.float32) @ self.matrix.T
+
+    def _similarities(self, vector: np.ndarray, presims: np.ndarray | None) -> np.ndarray:
+        if presims is None:
+            return self.matrix @ vector
+        n, snap = len(self._ids), self._snapshot_rows
+        sims = np.empty(n, dtype=np.float32)
+        sims[:snap] = presims[:snap]
+        if n > snap:  # concepts created since the snapshot
+            sims[snap:] = self._matrix[snap:n] @ vector
+        for row in self._stale_rows:  # concepts refined since the snapshot
+            sims[row] = self._matrix[row] @ vector
+        return sims
+
     def retrieve(
         self,
         vector: np.ndarray,
@@ -174,13 +204,15 @@ class ConceptIndex:
         segment_id: str,
         conversation_id: str,
         k: int | None = None,
+        presims: np.ndarray | None = None,
     ) -> list[RetrievalHit]:
-        """The top-k concepts by fused score (best first)."""
+        """The top-k concepts by fused score (best first). `presims`: this candidate's row of
+        `batch_similarities`, computed before later concepts of the batch were created or refined."""
         n = len(self._ids)
         if n == 0:
             return []
         w = self.weights
-        sims = self.matrix @ np.asarray(vector, dtype=np.float32)
+        sims = self._similarities(np.asarray(vector, dtype=np.float32), presims)
         if n > w.shortlist:
             rows = np.argpartition(-sims, w.shortlist - 1)[: w.shortlist]
             pool = {self._ids[i] for i in rows}

@@ -92,8 +92,14 @@ class Router:
         self.adjudicator = adjudicator
         self._generic = frozenset(self.rules.generic_titles)
 
-    def screen(self, cand: Candidate, message_text: str | None, segment_live: bool) -> tuple[str, str] | None:
-        """(reason_code, rationale) when the candidate must be rejected before retrieval, else None."""
+    def screen(self, cand: Candidate, message_text: str | None, segment_live: bool) -> Decision | None:
+        """The reject decision when the candidate fails the quality gate (checked before retrieval), else None."""
+        problem = self._quality_problem(cand, message_text, segment_live)
+        return Decision("reject", None, problem[0], problem[1], {}) if problem else None
+
+    def _quality_problem(
+        self, cand: Candidate, message_text: str | None, segment_live: bool
+    ) -> tuple[str, str] | None:
         r = self.rules
         if message_text is None:
             return "message_missing", f"message {cand.message_id} is not in the source store"
