@@ -53,7 +53,10 @@ class EmbeddingsResource(ConfigurableResource):
     batch_size: int | None = Field(
         default=None, description="texts per forward pass / request (default by provider)"
     )
-    threads: int | None = Field(default=None, description="local: torch threads (default: half the cores, measured best on a shared machine)")
+    threads: int | None = Field(
+        default=None,
+        description="local: torch threads (default: half the cores, measured best on a shared machine)",
+    )
     hashing_dim: int = Field(default=256, description="hashing: vector size")
     use_cache: bool = Field(
         default=True, description="keep vectors in the memory home's shared embedding cache"

@@ -102,10 +102,9 @@ def canonical_concepts(
 ) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
+    loop_config = config.loop_config()
     with store.write_lock():
-        report = consolidate(
-            store, embedder, config.loop_config(), run_id=context.run_id, log_fn=context.log.info
-        )
+        report = consolidate(store, embedder, loop_config, run_id=context.run_id, log_fn=context.log.info)
     totals = metrics.totals(store)
     coverage = metrics.coverage(store, config.high_confidence)
     purity = metrics.purity(store, embedder, config.purity_threshold)
@@ -146,6 +145,9 @@ def canonical_concepts(
             "evidence_grounding": grounding["grounding"],
             "ungrounded_concepts": grounding["ungrounded_concepts"],
             "embedding_model": embedder.model_name,
+            "router_rules": dg.MetadataValue.json(
+                {**loop_config.rules.as_dict(), "adjudicator": "none (rule-only)"}
+            ),
             "seconds": round(report.seconds, 3),
             "seconds_per_1k_mentions": round(per_1k, 3),
             "embedding_share": round(report.embedding_seconds / report.seconds, 4) if report.seconds else 0.0,

@@ -38,10 +38,14 @@ GENERIC_TITLES = (
 
 @dataclass(frozen=True)
 class RouterRules:
-    attach_score: float = 0.78
-    min_attach_similarity: float = 0.72
+    # tuned on all-MiniLM-L6-v2 keys: paraphrased names of one thing score cosine 0.86-0.91 ("pottery" /
+    # "pottery class"), distinct siblings 0.61-0.65 ("Max: Dana's dog" / "Luna: Dana's cat"); one name
+    # shared by one thing 0.64, by two (a dog and a coworker both called Max) 0.72 - only an adjudicator
+    # tells those apart
+    attach_score: float = 0.70
+    min_attach_similarity: float = 0.80
     alias_attach_similarity: float = 0.55
-    ambiguous_score: float = 0.62
+    ambiguous_score: float = 0.60
     min_confidence: float = 0.25
     min_title_chars: int = 2
     max_title_words: int = 10
