@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.consolidation import assets as consolidation_assets
+from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.extraction import assets as extraction_assets
 from memory_assets.extraction import checks as extraction_checks
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
-ASSET_MODULES = [ingestion_assets, extraction_assets]
-CHECK_MODULES = [ingestion_checks, extraction_checks]
+ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets]
+CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
@@ -26,7 +29,7 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"storage": MemoryStorage(), "llm": LLMResource()}
+    return {"storage": MemoryStorage(), "llm": LLMResource(), "embeddings": EmbeddingsResource()}
 
 
 defs = dg.Definitions(

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
-from memory_assets.definitions import defs
+from memory_assets.definitions import default_resources, defs
 from memory_assets.partitions import corpus_partitions
 from memory_cli.main import cli
 from memory_core.corpora import plan_corpora, register
@@ -92,7 +92,7 @@ def _run(instance, home, name, selection, llm: LLMResource, extraction_config: d
         selection=selection,
         instance=instance,
         partition_key=name,
-        resources={"storage": MemoryStorage(home=str(home.root)), "llm": llm},
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root)), "llm": llm},
         run_config=run_config,
         raise_on_error=False,
     )

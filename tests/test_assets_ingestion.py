@@ -5,12 +5,11 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import select
 
-from memory_assets.definitions import defs
+from memory_assets.definitions import default_resources, defs
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
 from memory_core.store.schema import segments
-from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 from tests.conftest import write_json
 from tests.samples import chatgpt_conversation, locomo_sample
@@ -24,7 +23,8 @@ def _materialize(instance, home, name):
         selection=INGESTION,
         instance=instance,
         partition_key=name,
-        resources={"storage": MemoryStorage(home=str(home.root)), "llm": LLMResource(teacher="offline")},
+        # every stage's resources must be bound even when only ingestion is selected (they build lazily)
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root))},
     )
 
 

@@ -9,6 +9,7 @@ contract runs on SQLite (default) and Postgres. All times are UTC.
 from __future__ import annotations
 
 from sqlalchemy import (
+    DDL,
     JSON,
     Boolean,
     Column,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    event,
 )
 
 source_metadata = MetaData()
@@ -249,6 +251,17 @@ action_log = Table(
     Column("recorded_at", DateTime, nullable=False),
 )
 Index("ix_action_log_concept", action_log.c.concept_id)
+Index("ix_action_log_mention", action_log.c.mention_id)
+# Append-only, enforced by the database where it is the default (SQLite): corrections are new rows.
+for _op in ("UPDATE", "DELETE"):
+    event.listen(
+        action_log,
+        "after_create",
+        DDL(
+            f"CREATE TRIGGER IF NOT EXISTS action_log_no_{_op.lower()} BEFORE {_op} ON action_log "
+            "BEGIN SELECT RAISE(ABORT, 'action_log is append-only'); END"
+        ).execute_if(dialect="sqlite"),
+    )
 
 residuals = Table(
     "residuals",
@@ -264,6 +277,7 @@ residuals = Table(
     Column("recorded_at", DateTime, nullable=False),
 )
 Index("ix_residuals_stage", residuals.c.stage, residuals.c.reason_code)
+Index("ix_residuals_mention", residuals.c.mention_id)
 
 topics = Table(
     "topics",
