@@ -243,3 +243,29 @@ def test_unknown_format_and_missing_file(home, tmp_path):
         ingest_file(home.corpus("x"), tmp_path, "csv")
     with pytest.raises(InputError, match="no such file"):
         ingest_file(home.corpus("x"), tmp_path / "nope.json", "chatgpt")
+
+
+def test_store_from_an_older_schema_is_upgraded_or_refused(home, tmp_path):
+    from sqlalchemy import create_engine
+
+    from memory_core.errors import SchemaMismatchError
+
+    store = home.corpus("old")
+    store.dir.mkdir(parents=True)
+    legacy = create_engine(f"sqlite:///{store.dir / 'staging.db'}")
+    with legacy.begin() as conn:  # an older topics table: lacks the nullable domain_id and the required label
+        conn.exec_driver_sql("CREATE TABLE topics (topic_id VARCHAR(64) PRIMARY KEY, profile TEXT NOT NULL)")
+    legacy.dispose()
+    with pytest.raises(SchemaMismatchError, match="topics .* lacks label"):
+        store.engine("staging")
+    with legacy.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE topics")
+        conn.exec_driver_sql(
+            "CREATE TABLE topics AS SELECT 'x' AS topic_id, 'l' AS label, 'p' AS profile, "
+            "'[]' AS keywords, '[]' AS centroid, 1 AS size, '2024-01-01' AS recorded_at"
+        )
+    legacy.dispose()
+    fresh = home.corpus("old")
+    with fresh.staging.connect() as conn:
+        cols = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(topics)")}
+    assert {"domain_id", "silhouette", "label_centroid_distance"} <= cols

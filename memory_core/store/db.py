@@ -41,10 +41,11 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
     select,
 )
 
-from memory_core.errors import CorpusLockedError, InputError
+from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
 from memory_core.store.schema import METADATA_BY_STORE
 
 CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
@@ -198,6 +199,7 @@ class CorpusStore:
         engine = get_engine(url)
         if store not in self._ready:
             METADATA_BY_STORE[store].create_all(engine)
+            ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             self._ready.add(store)
         return engine
 
@@ -244,6 +246,35 @@ class CorpusStore:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
+    """Bring tables created by an older version up to the current contract.
+
+    `create_all` creates missing tables but never alters existing ones: a missing nullable column is added in
+    place; a missing NOT NULL column cannot be back-filled honestly, so the store must be rebuilt.
+    """
+    inspector = inspect(engine)
+    existing_tables = set(inspector.get_table_names())
+    for table in metadata.sorted_tables:
+        if table.name not in existing_tables:
+            continue
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c for c in table.columns if c.name not in present]
+        if not missing:
+            continue
+        required = [c.name for c in missing if not c.nullable]
+        if required:
+            raise SchemaMismatchError(
+                f"{what}: table {table.name} was created by an older Memory OS and lacks {', '.join(required)}; "
+                f"rebuild it (`memory-os corpus remove NAME --delete-data`, then add and materialize again)"
+            )
+        with engine.begin() as conn:
+            for column in missing:
+                ddl = (
+                    f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(engine.dialect)}"
+                )
+                conn.exec_driver_sql(ddl)
 
 
 def _sqlite_value(kind: str, value):
