@@ -9,10 +9,14 @@ from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_assets.read_side import assets as read_side_assets
+from memory_assets.read_side import checks as read_side_checks
+from memory_resources.graph import GraphResource
 from memory_resources.storage import MemoryStorage
+from memory_resources.vector_index import HashingEmbeddings, VectorIndexResource
 
-ASSET_MODULES = [ingestion_assets]
-CHECK_MODULES = [ingestion_checks]
+ASSET_MODULES = [ingestion_assets, read_side_assets]
+CHECK_MODULES = [ingestion_checks, read_side_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
@@ -21,7 +25,13 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"storage": MemoryStorage()}
+    return {
+        "storage": MemoryStorage(),
+        "graph_store": GraphResource(),
+        "vector_index": VectorIndexResource(),
+        # placeholder until the embeddings resource (local sentence model) is registered under this key
+        "embeddings": HashingEmbeddings(),
+    }
 
 
 defs = dg.Definitions(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import select
 
-from memory_assets.definitions import defs
+from memory_assets.definitions import default_resources, defs
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
@@ -23,7 +23,8 @@ def _materialize(instance, home, name):
         selection=INGESTION,
         instance=instance,
         partition_key=name,
-        resources={"storage": MemoryStorage(home=str(home.root))},
+        # every asset passed needs its resources, even when not selected
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root))},
     )
 
 
