@@ -136,8 +136,10 @@ def main() -> None:
         print(
             f"| {r['preset']} | {r['n']} | {r['kind']} | {r['params']} | {r['build_s']:.2f} | {r['median_ms']:.3f} | {r['recall10']:.3f} | {r['vs_flat']:.3f} |"
         )
+    policy = IndexPolicy()
     print(
-        f"\nproduct default: flat below {DEFAULT_APPROXIMATE_THRESHOLD} vectors, then {IndexPolicy().approximate_kind} nprobe={IndexPolicy().nprobe}"
+        f"\nproduct default: flat below {DEFAULT_APPROXIMATE_THRESHOLD} vectors, then {policy.approximate_kind} "
+        f"(M={policy.hnsw_m}, efSearch={policy.hnsw_ef_search}; ivf: nprobe={policy.nprobe})"
     )
 
 

@@ -15,13 +15,9 @@ from typing import Literal
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from memory_core.errors import MemoryOSError
-from memory_core.graph import GraphStore, embedded_graph_path
+from memory_core.graph import GraphConfigError, GraphStore, embedded_graph_path, open_graph
+from memory_core.graph.neo4j_store import redacted_uri
 from memory_core.store.db import CorpusStore
-
-
-class GraphConfigError(MemoryOSError):
-    """The graph resource cannot build its store (e.g. backend neo4j without a URI)."""
 
 
 class GraphResource(ConfigurableResource):
@@ -37,26 +33,22 @@ class GraphResource(ConfigurableResource):
     batch_size: int = Field(default=5000, description="rows per UNWIND batch (neo4j)")
 
     def store_for(self, store: CorpusStore) -> GraphStore:
-        if self.backend == "embedded":
-            from memory_core.graph.ladybug_store import LadybugGraphStore
-
-            return LadybugGraphStore(embedded_graph_path(store))
-        from memory_core.graph.neo4j_store import Neo4jGraphStore
-
-        uri = self.neo4j_uri or os.environ.get("NEO4J_URI", "")
-        if not uri:
-            raise GraphConfigError(
-                "graph backend 'neo4j' needs a URI: set `neo4j_uri` or the NEO4J_URI environment variable"
-            )
-        user = self.neo4j_user or os.environ.get("NEO4J_USER") or "neo4j"
-        password = self.neo4j_password or os.environ.get("NEO4J_PASSWORD", "")
-        return Neo4jGraphStore(
-            uri, user, password, corpus=store.name, database=self.neo4j_database, batch_size=self.batch_size
+        return open_graph(
+            store,
+            self.backend,
+            neo4j_uri=self.neo4j_uri,
+            neo4j_user=self.neo4j_user,
+            neo4j_password=self.neo4j_password,
+            neo4j_database=self.neo4j_database,
+            batch_size=self.batch_size,
         )
 
     def describe(self, store: CorpusStore) -> dict:
         """Where the graph lives, for metadata (never the password)."""
         if self.backend == "embedded":
             return {"backend": "embedded", "location": str(embedded_graph_path(store))}
-        uri = self.neo4j_uri or os.environ.get("NEO4J_URI", "")
+        uri = redacted_uri(self.neo4j_uri or os.environ.get("NEO4J_URI", ""))
         return {"backend": "neo4j", "location": f"{uri} db={self.neo4j_database} corpus={store.name}"}
+
+
+__all__ = ["GraphConfigError", "GraphResource"]

@@ -106,6 +106,10 @@ def test_graph_resource_settings(home, monkeypatch):
     )
     description = GraphResource(backend="neo4j", neo4j_password="s3cret").describe(store)
     assert "s3cret" not in str(description) and "pw-from-env" not in str(description)
+    inline = GraphResource(backend="neo4j", neo4j_uri="neo4j+s://admin:inline-pw@db.example:7687").describe(
+        store
+    )
+    assert inline["location"] == "neo4j+s://db.example:7687 db=neo4j corpus=garden"
     assert GraphResource().describe(store)["location"].endswith("corpora/garden/graph/graph.lbdb")
 
 

@@ -450,8 +450,8 @@ class _RecordingSession:
     def run(self, query, params=None):
         self.driver.statements.append((query, dict(params or {})))
         if "rows" in (params or {}):
-            return _Result([_Record(n=len(params["rows"]))])
-        return _Result([_Record(n=0)])
+            return _Result([_Record(written=len(params["rows"]))])
+        return _Result([_Record(deleted=0, total=0)])
 
     def execute_write(self, work):
         return work(self)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, and_, func, or_, select
 
 from memory_core.graph.base import EdgeBatch, NodeBatch
-from memory_core.graph.schema import CONCEPT_RELATION_TYPES, EDGE_TYPES, NODE_TYPES
+from memory_core.graph.schema import CONCEPT_RELATION_TYPES, NODE_TYPES
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     anchor_entities,
@@ -56,11 +56,11 @@ def _stream(engine: Engine, stmt, size: int) -> Iterator[list]:
         yield from result.partitions(size)
 
 
-def _current_segments():
+def current_segments():
     return segments.c.superseded_at.is_(None)
 
 
-def _reaction_alive(now):
+def reaction_alive(now):
     return or_(user_reactions.c.expires_at.is_(None), user_reactions.c.expires_at > now)
 
 
@@ -83,22 +83,15 @@ class GraphExport:
         self._topic_ids: set[str] | None = None
 
     # helpers ----------------------------------------------------------------------------------------
-    def _nodes(self, label: str, engine: Engine, stmt, to_row) -> Iterator[NodeBatch]:
-        for part in _stream(engine, stmt, self.batch_size):
-            rows = [to_row(r) for r in part]
-            self.report.nodes[label] += len(rows)
-            yield NodeBatch(label, rows)
-
     def _edges(self, type_: str, src: str, dst: str, rows: list[dict]) -> Iterator[EdgeBatch]:
         for i in range(0, len(rows), self.batch_size):
             part = rows[i : i + self.batch_size]
             self.report.edges[type_] += len(part)
             yield EdgeBatch(type_, src, dst, part)
 
-    def _ids(self, engine: Engine, column, where=None) -> set[str]:
-        stmt = select(column) if where is None else select(column).where(where)
+    def _ids(self, engine: Engine, column) -> set[str]:
         with engine.connect() as conn:
-            return set(conn.execute(stmt).scalars())
+            return set(conn.execute(select(column)).scalars())
 
     @property
     def message_ids(self) -> set[str]:
@@ -121,280 +114,62 @@ class GraphExport:
     # nodes ------------------------------------------------------------------------------------------
     def nodes(self) -> Iterator[NodeBatch]:
         if self.core:
-            yield from self._core_nodes()
+            src, stg = self.store.source, self.store.staging
+            s = segments.c
+            yield from self._nodes("Conversation", src, conversations, "conversation_id")
+            self._message_ids = set()
+            yield from self._nodes("Message", src, messages, "message_id", seen=self._message_ids)
+            yield from self._nodes(
+                "Segment",
+                stg,
+                segments,
+                "segment_id",
+                current_segments(),
+                # a preview only: the text lives in the source messages (read once, by the Message pass)
+                preview=func.substr(s.text, 1, SEGMENT_PREVIEW_CHARS),
+                message_count=func.json_array_length(s.message_ids),
+            )
+            self._concept_ids = set()
+            yield from self._nodes("Concept", stg, canonical_concepts, "concept_id", seen=self._concept_ids)
+            self._topic_ids = set()
+            yield from self._nodes("Topic", stg, topics, "topic_id", seen=self._topic_ids)
+            yield from self._nodes("AnchorEntity", stg, anchor_entities, "anchor_id")
+            yield from self._nodes("Domain", stg, domains, "domain_id")
+            yield from self._nodes("FactState", stg, fact_states, "fact_state_id")
+            yield from self._nodes("GardenerAction", stg, gardener_actions, "gardener_action_id")
         if self.reflective:
-            yield from self._reflective_nodes()
+            with self.store.reflective.connect() as conn:
+                self.report.expired_reactions = conn.execute(
+                    select(func.count()).select_from(user_reactions).where(~reaction_alive(self.now))
+                ).scalar_one()
+            yield from self._nodes(
+                "UserReaction", self.store.reflective, user_reactions, "reaction_id", reaction_alive(self.now)
+            )
 
-    def _core_nodes(self) -> Iterator[NodeBatch]:
-        src, stg = self.store.source, self.store.staging
-        c = conversations.c
-        yield from self._nodes(
-            "Conversation",
-            src,
-            select(c.conversation_id, c.title, c.created_at, c.source_format, c.source_ref, c.message_count),
-            lambda r: {
-                "id": r.conversation_id,
-                "title": r.title,
-                "created_at": r.created_at,
-                "source_format": r.source_format,
-                "source_ref": r.source_ref,
-                "message_count": r.message_count,
-            },
-        )
-        m = messages.c
-        self._message_ids = set()
-        seen = self._message_ids
-
-        def message_row(r) -> dict:
-            seen.add(r.message_id)
-            return {
-                "id": r.message_id,
-                "conversation_id": r.conversation_id,
-                "role": r.role,
-                "author": r.author,
-                "text": r.text,
-                "created_at": r.created_at,
-                "position": r.position,
-                "source_ref": r.source_ref,
-                "parent_id": r.parent_id,
-            }
-
-        yield from self._nodes(
-            "Message",
-            src,
-            select(
-                m.message_id,
-                m.conversation_id,
-                m.role,
-                m.author,
-                m.text,
-                m.created_at,
-                m.position,
-                m.source_ref,
-                m.parent_id,
-            ),
-            message_row,
-        )
-        s = segments.c
-        yield from self._nodes(
-            "Segment",
-            stg,
-            select(
-                s.segment_id,
-                s.conversation_id,
-                s.position,
-                func.substr(s.text, 1, SEGMENT_PREVIEW_CHARS).label("preview"),
-                s.start_char,
-                s.end_char,
-                s.token_estimate,
-                s.created_at,
-                s.message_ids,
-            ).where(_current_segments()),
-            lambda r: {
-                "id": r.segment_id,
-                "conversation_id": r.conversation_id,
-                "position": r.position,
-                "preview": r.preview,
-                "start_char": r.start_char,
-                "end_char": r.end_char,
-                "token_estimate": r.token_estimate,
-                "message_count": len(r.message_ids),
-                "created_at": r.created_at,
-            },
-        )
-        cc = canonical_concepts.c
-        self._concept_ids = set()
-        concepts_seen = self._concept_ids
-
-        def concept_row(r) -> dict:
-            concepts_seen.add(r.concept_id)
-            return {
-                "id": r.concept_id,
-                "title": r.title,
-                "type": r.type,
-                "description": r.description,
-                "state": r.state,
-                "trust": r.trust,
-                "confidence": r.confidence,
-                "aliases": r.aliases,
-                "support_count": r.support_count,
-                "revision_count": r.revision_count,
-                "first_seen": r.first_seen,
-                "last_seen": r.last_seen,
-                "recorded_at": r.recorded_at,
-                "merged_into": r.merged_into,
-            }
-
-        yield from self._nodes(
-            "Concept",
-            stg,
-            select(
-                cc.concept_id,
-                cc.title,
-                cc.type,
-                cc.description,
-                cc.state,
-                cc.trust,
-                cc.confidence,
-                cc.aliases,
-                cc.support_count,
-                cc.revision_count,
-                cc.first_seen,
-                cc.last_seen,
-                cc.recorded_at,
-                cc.merged_into,
-            ),
-            concept_row,
-        )
-        t = topics.c
-        self._topic_ids = set()
-        topics_seen = self._topic_ids
-
-        def topic_row(r) -> dict:
-            topics_seen.add(r.topic_id)
-            return {
-                "id": r.topic_id,
-                "label": r.label,
-                "profile": r.profile,
-                "keywords": r.keywords,
-                "size": r.size,
-                "silhouette": r.silhouette,
-                "label_centroid_distance": r.label_centroid_distance,
-                "first_seen": r.first_seen,
-                "last_seen": r.last_seen,
-            }
-
-        yield from self._nodes(
-            "Topic",
-            stg,
-            select(
-                t.topic_id,
-                t.label,
-                t.profile,
-                t.keywords,
-                t.size,
-                t.silhouette,
-                t.label_centroid_distance,
-                t.first_seen,
-                t.last_seen,
-            ),
-            topic_row,
-        )
-        a = anchor_entities.c
-        yield from self._nodes(
-            "AnchorEntity",
-            stg,
-            select(a.anchor_id, a.label, a.score, a.domain_id, a.concept_id),
-            lambda r: {
-                "id": r.anchor_id,
-                "label": r.label,
-                "score": r.score,
-                "domain_id": r.domain_id,
-                "concept_id": r.concept_id,
-            },
-        )
-        d = domains.c
-        yield from self._nodes(
-            "Domain",
-            stg,
-            select(d.domain_id, d.label, d.profile, d.size),
-            lambda r: {"id": r.domain_id, "label": r.label, "profile": r.profile, "size": r.size},
-        )
-        f = fact_states.c
-        yield from self._nodes(
-            "FactState",
-            stg,
-            select(
-                f.fact_state_id,
-                f.concept_id,
-                f.attribute,
-                f.value,
-                f.valid_from,
-                f.valid_until,
-                f.recorded_at,
-                f.superseded_at,
-                f.evidence_message_id,
-            ),
-            lambda r: {
-                "id": r.fact_state_id,
-                "concept_id": r.concept_id,
-                "attribute": r.attribute,
-                "value": r.value,
-                "valid_from": r.valid_from,
-                "valid_until": r.valid_until,
-                "recorded_at": r.recorded_at,
-                "superseded_at": r.superseded_at,
-                "evidence_message_id": r.evidence_message_id,
-            },
-        )
-        g = gardener_actions.c
-        yield from self._nodes(
-            "GardenerAction",
-            stg,
-            select(
-                g.gardener_action_id,
-                g.action,
-                g.status,
-                g.dry_run,
-                g.rationale,
-                g.concept_ids,
-                g.cited_message_ids,
-                g.run_id,
-                g.recorded_at,
-                g.proposal_id,
-            ),
-            lambda r: {
-                "id": r.gardener_action_id,
-                "action": r.action,
-                "status": r.status,
-                "dry_run": bool(r.dry_run),
-                "rationale": r.rationale,
-                "concept_ids": r.concept_ids,
-                "cited_message_ids": r.cited_message_ids,
-                "run_id": r.run_id,
-                "recorded_at": r.recorded_at,
-                "proposal_id": r.proposal_id,
-            },
-        )
-
-    def _reflective_nodes(self) -> Iterator[NodeBatch]:
-        u = user_reactions.c
-        with self.store.reflective.connect() as conn:
-            self.report.expired_reactions = conn.execute(
-                select(func.count()).select_from(user_reactions).where(~_reaction_alive(self.now))
-            ).scalar_one()
-        yield from self._nodes(
-            "UserReaction",
-            self.store.reflective,
-            select(
-                u.reaction_id,
-                u.state,
-                u.state_raw,
-                u.intensity,
-                u.valence,
-                u.epistemic_status,
-                u.evidence_text,
-                u.message_id,
-                u.segment_id,
-                u.conversation_id,
-                u.topic_id,
-                u.occurred_at,
-            ).where(_reaction_alive(self.now)),
-            lambda r: {
-                "id": r.reaction_id,
-                "state": r.state,
-                "state_raw": r.state_raw,
-                "intensity": r.intensity,
-                "valence": r.valence,
-                "epistemic_status": r.epistemic_status,
-                "evidence_text": r.evidence_text,
-                "message_id": r.message_id,
-                "segment_id": r.segment_id,
-                "conversation_id": r.conversation_id,
-                "topic_id": r.topic_id,
-                "occurred_at": r.occurred_at,
-            },
-        )
+    def _nodes(
+        self,
+        label: str,
+        engine: Engine,
+        table,
+        id_column: str,
+        where=None,
+        seen: set[str] | None = None,
+        **exprs,
+    ) -> Iterator[NodeBatch]:
+        """Rows of `table` as `label` nodes: the id column as `id`, each graph property from the column of
+        the same name (or the SQL expression given for it), streamed in batches."""
+        columns = [table.c[id_column].label("id")]
+        columns += [
+            (exprs[p.name] if p.name in exprs else table.c[p.name]).label(p.name)
+            for p in NODE_TYPES[label].props
+        ]
+        stmt = select(*columns) if where is None else select(*columns).where(where)
+        for part in _stream(engine, stmt.order_by(table.c[id_column]), self.batch_size):
+            rows = [dict(r._mapping) for r in part]
+            if seen is not None:
+                seen.update(r["id"] for r in rows)
+            self.report.nodes[label] += len(rows)
+            yield NodeBatch(label, rows)
 
     # edges ------------------------------------------------------------------------------------------
     def edges(self) -> Iterator[EdgeBatch]:
@@ -428,7 +203,7 @@ class GraphExport:
     def _segment_edges(self) -> Iterator[EdgeBatch]:
         s = segments.c
         known = self.message_ids
-        stmt = select(s.segment_id, s.message_ids, s.message_spans).where(_current_segments())
+        stmt = select(s.segment_id, s.message_ids, s.message_spans).where(current_segments())
         for part in _stream(self.store.staging, stmt, self.batch_size):
             rows = []
             for r in part:
@@ -462,7 +237,7 @@ class GraphExport:
                 func.count().label("n"),
                 func.max(mn.confidence).label("confidence"),
             )
-            .join(segments, and_(s.segment_id == mn.segment_id, _current_segments()))
+            .join(segments, and_(s.segment_id == mn.segment_id, current_segments()))
             .join(canonical_concepts, cc.concept_id == mn.consolidated_id)
             .group_by(mn.segment_id, mn.consolidated_id)
             .order_by(mn.segment_id, mn.consolidated_id)
@@ -586,7 +361,7 @@ class GraphExport:
         ts, s, t, a, d = topic_segments.c, segments.c, topics.c, anchor_entities.c, domains.c
         seg_topic = (
             select(ts.segment_id, ts.topic_id, ts.probability)
-            .join(segments, and_(s.segment_id == ts.segment_id, _current_segments()))
+            .join(segments, and_(s.segment_id == ts.segment_id, current_segments()))
             .join(topics, t.topic_id == ts.topic_id)
             .order_by(ts.segment_id)
         )
@@ -629,7 +404,7 @@ class GraphExport:
         known = self.topic_ids
         stmt = (
             select(u.reaction_id, u.topic_id)
-            .where(u.topic_id.is_not(None), _reaction_alive(self.now))
+            .where(u.topic_id.is_not(None), reaction_alive(self.now))
             .order_by(u.reaction_id)
         )
         for part in _stream(self.store.reflective, stmt, self.batch_size):
@@ -640,130 +415,3 @@ class GraphExport:
                     continue
                 rows.append({"src": r.reaction_id, "dst": r.topic_id})
             yield from self._edges("DURING", "UserReaction", "Topic", rows)
-
-
-# ------------------------------------------------------------------------------------------ expectations
-def _count(engine: Engine, stmt) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(stmt).scalar_one() or 0)
-
-
-def expected_counts(store: CorpusStore, reflective: bool = False) -> dict[str, dict[str, int]]:
-    """What the graph of a corpus must hold, counted in the tables with COUNT queries and joins (not by
-    the exporter): the asset check compares it with the graph store's own counts."""
-    src, stg, now = store.source, store.staging, utcnow()
-    n = {label: 0 for label in NODE_TYPES}
-    e = {t: 0 for t in EDGE_TYPES}
-    cc, s, mn, ce, t, ln, a, d, f, g, ts = (
-        canonical_concepts.c,
-        segments.c,
-        mentions.c,
-        concept_evidence.c,
-        topics.c,
-        topic_concept_links.c,
-        anchor_entities.c,
-        domains.c,
-        fact_states.c,
-        gardener_actions.c,
-        topic_segments.c,
-    )
-    n["Conversation"] = _count(src, select(func.count()).select_from(conversations))
-    n["Message"] = _count(src, select(func.count()).select_from(messages))
-    n["Segment"] = _count(stg, select(func.count()).select_from(segments).where(_current_segments()))
-    n["Concept"] = _count(stg, select(func.count()).select_from(canonical_concepts))
-    n["Topic"] = _count(stg, select(func.count()).select_from(topics))
-    n["AnchorEntity"] = _count(stg, select(func.count()).select_from(anchor_entities))
-    n["Domain"] = _count(stg, select(func.count()).select_from(domains))
-    n["FactState"] = _count(stg, select(func.count()).select_from(fact_states))
-    n["GardenerAction"] = _count(stg, select(func.count()).select_from(gardener_actions))
-    e["HAS_MESSAGE"] = n["Message"]
-    chains = _count(src, select(func.count(func.distinct(messages.c.conversation_id))))
-    e["NEXT"] = e["PREVIOUS"] = n["Message"] - chains
-    e["CONTAINS_MESSAGE"] = _count(
-        stg, select(func.sum(func.json_array_length(s.message_ids))).where(_current_segments())
-    )
-    e["MENTIONS"] = _count(
-        stg,
-        select(func.count()).select_from(
-            select(mn.segment_id, mn.consolidated_id)
-            .join(segments, and_(s.segment_id == mn.segment_id, _current_segments()))
-            .join(canonical_concepts, cc.concept_id == mn.consolidated_id)
-            .distinct()
-            .subquery()
-        ),
-    )
-    e["EVIDENCE_FOR"] = _count(
-        stg,
-        select(func.count()).select_from(
-            concept_evidence.join(canonical_concepts, cc.concept_id == ce.concept_id)
-        ),
-    )
-    e["RELATED_TO"] = _count(
-        stg,
-        select(func.count()).select_from(
-            topic_concept_links.join(topics, t.topic_id == ln.topic_id).join(
-                canonical_concepts, cc.concept_id == ln.concept_id
-            )
-        ),
-    )
-    e["HAS_STATE"] = _count(
-        stg,
-        select(func.count()).select_from(fact_states.join(canonical_concepts, cc.concept_id == f.concept_id)),
-    )
-    e["BELONGS_TO"] = (
-        _count(
-            stg,
-            select(func.count()).select_from(
-                topic_segments.join(segments, and_(s.segment_id == ts.segment_id, _current_segments())).join(
-                    topics, t.topic_id == ts.topic_id
-                )
-            ),
-        )
-        + _count(
-            stg, select(func.count()).select_from(topics.join(anchor_entities, a.anchor_id == t.anchor_id))
-        )
-        + _count(
-            stg, select(func.count()).select_from(anchor_entities.join(domains, d.domain_id == a.domain_id))
-        )
-        + _count(
-            stg,
-            select(func.count())
-            .select_from(
-                topics.join(domains, d.domain_id == t.domain_id).outerjoin(
-                    anchor_entities, a.anchor_id == t.anchor_id
-                )
-            )
-            .where(a.anchor_id.is_(None)),
-        )
-    )
-    # ids inside JSON lists: counted here from the id columns, with the same existence rule
-    with stg.connect() as conn:
-        concept_ids = set(conn.execute(select(cc.concept_id)).scalars())
-        for concept_id, relations in conn.execute(select(cc.concept_id, cc.relations)):
-            pairs = {
-                (CONCEPT_RELATION_TYPES[r["relation"]], r["target_id"])
-                for r in relations or []
-                if r.get("relation") in CONCEPT_RELATION_TYPES
-                and r.get("target_id") in concept_ids
-                and r["target_id"] != concept_id
-            }
-            for type_, _ in pairs:
-                e[type_] += 1
-        for ids in conn.execute(select(g.concept_ids)).scalars():
-            e["ACTED_ON"] += len({c for c in ids or [] if c in concept_ids})
-    if reflective:
-        u = user_reactions.c
-        n["UserReaction"] = _count(
-            store.reflective, select(func.count()).select_from(user_reactions).where(_reaction_alive(now))
-        )
-        with stg.connect() as conn:
-            topic_ids = set(conn.execute(select(t.topic_id)).scalars())
-        with store.reflective.connect() as conn:
-            e["DURING"] = sum(
-                1
-                for tid in conn.execute(
-                    select(u.topic_id).where(u.topic_id.is_not(None), _reaction_alive(now))
-                ).scalars()
-                if tid in topic_ids
-            )
-    return {"nodes": n, "edges": e}

@@ -15,6 +15,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from memory_core.graph.base import (
     EdgeBatch,
@@ -52,6 +53,13 @@ from memory_core.graph.schema import (
 _HIDDEN = ("corpus", "_load")  # bookkeeping properties, never returned
 
 
+def redacted_uri(uri: str) -> str:
+    """The URI without any user:password@ part (for reports and metadata)."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host).geturl()
+
+
 def _native(value: object) -> object:
     to_native = getattr(value, "to_native", None)  # neo4j.time.DateTime -> datetime.datetime
     return to_native() if callable(to_native) else value
@@ -74,6 +82,7 @@ class Neo4jGraphStore(GraphStore):
         self._auth = (user, password)
         self._driver = None
         self._schema_ready = False
+        self.location = f"{redacted_uri(uri)} db={database} corpus={corpus}"
 
     # connection -------------------------------------------------------------------------------------
     def _get_driver(self):
@@ -137,7 +146,7 @@ class Neo4jGraphStore(GraphStore):
             f"MATCH (b:{q(dst)} {{corpus: $corpus, id: r.dst}}) "
             f"MERGE (a)-[e:{q(et.type)}{key}]->(b) SET e += r.props"
             + (", e._load = $load" if load_id else "")
-            + " RETURN count(e) AS n"
+            + " RETURN count(e) AS written"
         )
         written = 0
         for part in chunks(rows, self.batch_size):
@@ -150,7 +159,7 @@ class Neo4jGraphStore(GraphStore):
                 }
                 for r in part
             ]
-            written += self._write(query, rows=payload, load=load_id)[0]["n"]
+            written += self._write(query, rows=payload, load=load_id)[0]["written"]
         return written
 
     def load(self, nodes: Iterable[NodeBatch], edges: Iterable[EdgeBatch]) -> LoadReport:
@@ -164,14 +173,13 @@ class Neo4jGraphStore(GraphStore):
         for batch in edges:
             et, rows = tally.edges_of(batch)
             written = self._merge_edges(et, batch.src_label, batch.dst_label, rows, load_id)
-            if written != len(
-                rows
-            ):  # the tally saw every endpoint loaded: a mismatch is a server-side surprise
+            # the tally saw both endpoints of every row loaded: a shortfall is a server-side surprise
+            if written != len(rows):
                 raise RuntimeError(
                     f"{et.type}: wrote {written} of {len(rows)} edges whose endpoints were loaded"
                 )
         self._prune(load_id)
-        return tally.report(self.backend, f"{self.uri} db={self.database} corpus={self.corpus}", started)
+        return tally.report(self.backend, self.location, started)
 
     def _prune(self, load_id: str) -> None:
         """Delete what the previous loads wrote and this one did not (edges first, then nodes)."""
@@ -179,23 +187,23 @@ class Neo4jGraphStore(GraphStore):
             for src, dst in et.endpoints:
                 query = (
                     f"MATCH (:{q(src)} {{corpus: $corpus}})-[e:{q(et.type)}]->(:{q(dst)}) "
-                    "WHERE e._load IS NULL OR e._load <> $load WITH e LIMIT $batch DELETE e RETURN count(*) AS n"
+                    "WHERE e._load IS NULL OR e._load <> $load WITH e LIMIT $batch DELETE e RETURN count(*) AS deleted"
                 )
-                while self._write(query, load=load_id, batch=self.batch_size)[0]["n"]:
+                while self._write(query, load=load_id, batch=self.batch_size)[0]["deleted"]:
                     pass
         for label in NODE_TYPES:
             query = (
                 f"MATCH (n:{q(label)} {{corpus: $corpus}}) WHERE n._load IS NULL OR n._load <> $load "
-                "WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n"
+                "WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS deleted"
             )
-            while self._write(query, load=load_id, batch=self.batch_size)[0]["n"]:
+            while self._write(query, load=load_id, batch=self.batch_size)[0]["deleted"]:
                 pass
 
     def upsert(self, nodes: Iterable[NodeBatch] = (), edges: Iterable[EdgeBatch] = ()) -> LoadReport:
         # upserted items carry no load id: the next full load replaces them unless it exports them too
         started = time.perf_counter()
         self.ensure_schema()
-        report = LoadReport(self.backend, f"{self.uri} db={self.database} corpus={self.corpus}")
+        report = LoadReport(self.backend, self.location)
         for batch in nodes:
             nt, rows = clean_node_rows(batch)
             self._merge_nodes(nt, rows, None)
@@ -211,9 +219,9 @@ class Neo4jGraphStore(GraphStore):
 
     def delete_label(self, label: str) -> int:
         nt = node_type(label)
-        query = f"MATCH (n:{q(nt.label)} {{corpus: $corpus}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n"
+        query = f"MATCH (n:{q(nt.label)} {{corpus: $corpus}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS deleted"
         total = 0
-        while n := self._write(query, batch=self.batch_size)[0]["n"]:
+        while n := self._write(query, batch=self.batch_size)[0]["deleted"]:
             total += n
         return total
 
@@ -324,17 +332,14 @@ class Neo4jGraphStore(GraphStore):
     def counts(self) -> GraphCounts:
         nodes = {}
         for label in NODE_TYPES:
-            nodes[label] = self._read(f"MATCH (n:{q(label)} {{corpus: $corpus}}) RETURN count(n) AS n")[0][
-                "n"
-            ]
+            query = f"MATCH (n:{q(label)} {{corpus: $corpus}}) RETURN count(n) AS total"
+            nodes[label] = self._read(query)[0]["total"]
         edges = {}
         for et in EDGE_TYPES.values():
-            edges[et.type] = sum(
-                self._read(
-                    f"MATCH (:{q(src)} {{corpus: $corpus}})-[e:{q(et.type)}]->(:{q(dst)}) RETURN count(e) AS n"
-                )[0]["n"]
-                for src, dst in et.endpoints
-            )
+            edges[et.type] = 0
+            for src, dst in et.endpoints:
+                query = f"MATCH (:{q(src)} {{corpus: $corpus}})-[e:{q(et.type)}]->(:{q(dst)}) RETURN count(e) AS total"
+                edges[et.type] += self._read(query)[0]["total"]
         return GraphCounts(nodes, edges)
 
     def iter_edges(self, edge_type_name: str) -> Iterator[tuple[str, str, str, str, dict]]:
