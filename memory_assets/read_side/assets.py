@@ -16,6 +16,9 @@ from memory_resources.vector_index import VectorIndexResource, embedder_from
 # the stages whose tables the graph loads; a stage not built yet simply has empty tables
 GRAPH_SOURCES = ["messages", "segments", "canonical_concepts", "topics", "weighted_links", "domains"]
 INDEX_SOURCES = ["messages", "segments", "canonical_concepts", "topics"]
+# `graph` and `indexes` are siblings a multiprocess run may start together: the second waits for the
+# corpus lock instead of failing
+LOCK_WAIT_S = 3600.0
 
 
 class GraphConfig(dg.Config):
@@ -37,7 +40,7 @@ def graph(
     context: dg.AssetExecutionContext, config: GraphConfig, storage: MemoryStorage, graph_store: GraphResource
 ) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
-    with store.write_lock():
+    with store.write_lock(timeout_s=LOCK_WAIT_S):
         backend = graph_store.store_for(store)
         try:
             load, export = load_corpus_graph(store, backend, reflective=config.include_reflective)
@@ -98,7 +101,7 @@ def indexes(
     embedder = embedder_from(embeddings, storage.memory_home())
     policy = vector_index.policy()
     reports = []
-    with store.write_lock():
+    with store.write_lock(timeout_s=LOCK_WAIT_S):
         for family in config.families:
             report = build_family_index(store, family, embedder, policy, batch_size=config.embed_batch_size)
             context.log.info(
