@@ -329,6 +329,41 @@ def merge_into_large(store: CorpusStore, tmp: Path, n_edges: int = 500) -> tuple
     return len(clean), seconds
 
 
+def traversal_latency(store: CorpusStore, probes: int = 200) -> dict[str, float]:
+    """Median milliseconds of the read side's graph calls on the loaded graph (random start nodes)."""
+    import statistics
+
+    rng = random.Random(1)
+    with store.source.connect() as conn:
+        message_ids = list(conn.execute(select(messages.c.message_id)).scalars())
+    with store.staging.connect() as conn:
+        concept_ids = list(conn.execute(select(canonical_concepts.c.concept_id)).scalars())
+        topic_ids = list(conn.execute(select(topics.c.topic_id)).scalars())
+    graph = LadybugGraphStore(embedded_graph_path(store))
+    calls = {
+        "node(Message)": lambda: graph.node("Message", rng.choice(message_ids)),
+        "find_node(id only)": lambda: graph.find_node(rng.choice(concept_ids)),
+        "neighbours(Concept, both)": lambda: graph.neighbours(
+            "Concept", rng.choice(concept_ids), direction="both"
+        ),
+        "children(Topic) by weight": lambda: graph.children("Topic", rng.choice(topic_ids)),
+        "chronology(Message, 2, 2)": lambda: graph.chronology(rng.choice(message_ids), 2, 2),
+        "walk(Concept, 2 hops, 200)": lambda: graph.walk("Concept", rng.choice(concept_ids), 2),
+        "lineage(Message)": lambda: graph.lineage("Message", rng.choice(message_ids)),
+    }
+    out = {}
+    calls["node(Message)"]()  # open the database once
+    for name, call in calls.items():
+        times = []
+        for _ in range(probes):
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+        out[name] = statistics.median(times) * 1000
+    graph.close()
+    return out
+
+
 def copy_load(store: CorpusStore) -> tuple[int, float, dict]:
     graph = LadybugGraphStore(embedded_graph_path(store))
     report, _ = load_corpus_graph(store, graph)
@@ -371,6 +406,7 @@ def main() -> None:
         assert len({(r[0], r[2]["nodes"], r[2]["edges"]) for r in copy_big}) == 1, (
             "reloads changed the counts"
         )
+        latency = traversal_latency(big)
         mi_items, mi_secs = merge_into_large(big, tmp)
         rows.append(("merge 500 NEXT edges into the large graph", args.messages, sizes, mi_items, mi_secs))
         dispose_engines()
@@ -383,6 +419,9 @@ def main() -> None:
         print(
             f"| {method} | {n} | {sizes['nodes']} | {sizes['edges']} | {secs:.2f} | {items / secs:,.0f} | {ratio} |"
         )
+    print(f"\ntraversal on the {args.messages}-message graph, median ms over 200 random starts:")
+    for name, ms in latency.items():
+        print(f"  {name:28s} {ms:8.3f}")
     print(
         f"\n{len(NODE_TYPES)} node labels, {len(EDGE_TYPES)} edge types; COPY seconds include the SQL export and CSV spool."
     )

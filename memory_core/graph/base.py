@@ -214,6 +214,18 @@ def types_touching(label: str, types: Iterable[str], side: str) -> tuple[str, ..
     return tuple(t for t in types if any(pair[idx] == label for pair in EDGE_TYPES[t].endpoints))
 
 
+def neighbour_groups(label: str, types: Iterable[str], side: str) -> dict[str, list[str]]:
+    """For a node of `label`, the labels at the other end of its `side` ("out"/"in") edges, each with the
+    edge types that lead there (from the schema's endpoint pairs), so queries can label both ends."""
+    groups: dict[str, list[str]] = {}
+    for t in types:
+        for src, dst in EDGE_TYPES[t].endpoints:
+            near, far = (src, dst) if side == "out" else (dst, src)
+            if near == label and t not in groups.setdefault(far, []):
+                groups[far].append(t)
+    return groups
+
+
 def check_order_by(order_by: str | None, types: Iterable[str]) -> str | None:
     if order_by is None:
         return None

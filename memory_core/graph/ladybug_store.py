@@ -37,8 +37,8 @@ from memory_core.graph.base import (
     clean_edge_rows,
     clean_node_rows,
     fact_state_where,
+    neighbour_groups,
     sort_neighbours,
-    types_touching,
 )
 from memory_core.graph.schema import (
     EDGE_TYPES,
@@ -345,26 +345,22 @@ class LadybugGraphStore(GraphStore):
         types = edge_types_or_all(edge_types)
         check_order_by(order_by, types)
         check_limit(limit)
-        labels = [node_type(x).label for x in neighbour_labels] if neighbour_labels else None
+        labels = {node_type(x).label for x in neighbour_labels} if neighbour_labels else None
         found: list[Neighbour] = []
+        order = f"e.{q(order_by)} DESC, " if order_by else "label(e), "
         for side in ("out", "in") if check_direction(direction) == "both" else (direction,):
-            usable = types_touching(nt.label, types, "src" if side == "out" else "dst")
-            if not usable:
-                continue
-            arrow = (
-                f"-[e:{'|'.join(q(t) for t in usable)}]->"
-                if side == "out"
-                else f"<-[e:{'|'.join(q(t) for t in usable)}]-"
-            )
-            where = " WHERE label(b) IN $labels" if labels else ""
-            order = f"e.{q(order_by)} DESC, " if order_by else "label(e), "
-            query = (
-                f"MATCH (a:{q(nt.label)} {{id: $id}}){arrow}(b){where} "
-                f"RETURN label(e), e, b ORDER BY {order}label(b), b.id LIMIT {limit}"
-            )
-            params = {"id": node_id, **({"labels": labels} if labels else {})}
-            for etype, edge, other in self._rows(query, params):
-                found.append(Neighbour(etype, side, read_props(edge, edge_type(etype).props), _node(other)))
+            # one query per neighbour label: an unlabelled end makes LadybugDB project every node table
+            for other, via in neighbour_groups(nt.label, types, side).items():
+                if labels is not None and other not in labels:
+                    continue
+                rel = f"[e:{'|'.join(q(t) for t in via)}]"
+                arrow = f"-{rel}->" if side == "out" else f"<-{rel}-"
+                query = (
+                    f"MATCH (a:{q(nt.label)} {{id: $id}}){arrow}(b:{q(other)}) "
+                    f"RETURN label(e), e, b ORDER BY {order}b.id LIMIT {limit}"
+                )
+                for etype, edge, raw in self._rows(query, {"id": node_id}):
+                    found.append(Neighbour(etype, side, read_props(edge, edge_type(etype).props), _node(raw)))
         return sort_neighbours(found, order_by, limit)
 
     def walk(
@@ -383,18 +379,30 @@ class LadybugGraphStore(GraphStore):
         arrow = {"out": f"-{pattern}->", "in": f"<-{pattern}-", "both": f"-{pattern}-"}[
             check_direction(direction)
         ]
-        # one extra row: the start node can come back on an undirected path
+        # ids first (cheap), properties after, per label; one extra row: the start can come back undirected
         query = (
             f"MATCH (a:{q(nt.label)} {{id: $id}}){arrow}(b) "
-            f"RETURN b, length(e) AS d ORDER BY d, label(b), b.id LIMIT {limit + 1}"
+            f"RETURN label(b), b.id, length(e) AS d ORDER BY d, label(b), b.id LIMIT {limit + 1}"
         )
-        out = []
-        for raw, dist in self._rows(query, {"id": node_id}):
-            n = _node(raw)
-            if n.label == nt.label and n.id == node_id:
-                continue
-            out.append((n, int(dist)))
-        return out[:limit]
+        hits = [
+            (lab, nid, int(d))
+            for lab, nid, d in self._rows(query, {"id": node_id})
+            if (lab, nid) != (nt.label, node_id)
+        ]
+        hits = hits[:limit]
+        nodes = self._nodes_by_id(hits)
+        return [(nodes[(lab, nid)], d) for lab, nid, d in hits if (lab, nid) in nodes]
+
+    def _nodes_by_id(self, keys: Iterable[tuple]) -> dict[tuple[str, str], Node]:
+        by_label: dict[str, list[str]] = {}
+        for lab, nid, *_ in keys:
+            by_label.setdefault(lab, []).append(nid)
+        out = {}
+        for lab, ids in by_label.items():
+            for (raw,) in self._rows(f"UNWIND $ids AS x MATCH (n:{q(lab)} {{id: x}}) RETURN n", {"ids": ids}):
+                n = _node(raw)
+                out[(n.label, n.id)] = n
+        return out
 
     def counts(self) -> GraphCounts:
         nodes = {label: 0 for label in NODE_TYPES}
