@@ -6,7 +6,8 @@ edges is two orders of magnitude slower: see `evals/bench_graph_load.py`), check
 file and renames it over the current one. A reader that opened the old file keeps reading the old version
 (the old inode lives on while it is open); readers here notice the new file (inode change) on their next
 call and reopen, so nobody sees half a graph. Small writes (`upsert`, `delete_label`) copy the current file,
-change the copy and rename it in the same way.
+change the copy and rename it in the same way. Two writers would lose one's swap: writers hold the corpus
+write lock (`CorpusStore.write_lock`), as the assets do.
 """
 
 from __future__ import annotations
