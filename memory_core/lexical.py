@@ -1,8 +1,8 @@
 """Lexical retrieval: one tokenizer for every lexical index, and a BM25 index with saved id maps.
 
 The tokenizer lower-cases, splits on non-alphanumerics (a hyphenated word also yields its joined form, so
-"de-stress" matches "destress"), drops English stop words and Porter-stems what is left. Stems are memoised:
-chat corpora repeat a small vocabulary, so stemming costs one dict lookup per token after warm-up.
+"de-stress" matches "destress"), drops English stop words and Porter-stems what is left (PyStemmer's C
+Snowball stemmer). Stems are memoised: chat corpora repeat a small vocabulary.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,14 +31,14 @@ _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
 @lru_cache(maxsize=1)
 def _stemmer():
-    from nltk.stem import PorterStemmer  # lazy: only lexical work needs it
+    import Stemmer  # PyStemmer: the Snowball Porter stemmer in C (lazy: only lexical work needs it)
 
-    return PorterStemmer()
+    return Stemmer.Stemmer("porter")
 
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    return _stemmer().stem(word)
+    return _stemmer().stemWord(word)
 
 
 def tokenize(text: str) -> list[str]:
@@ -138,3 +139,95 @@ class LexicalIndex:
             ids = json.loads(str(z["ids"]))
             vocab = json.loads(str(z["vocab"]))
         return cls(ids, vocab, matrix)
+
+
+# ------------------------------------------------------------------------------------------ corpus lexicon
+CONTEXT_TOKENS = 40  # tokens borrowed from each neighbouring message
+
+
+def lexicon_dir(store) -> Path:
+    """Where a corpus's lexical indexes live (written by the `indexes` asset)."""
+    return store.dir / "indexes" / "lexical"
+
+
+def message_text_for_search(author: str, text: str, attributes: dict | None) -> str:
+    """What a message is found by: who said it, what they said, and what the picture they shared shows."""
+    caption = (attributes or {}).get("image_caption")
+    return f"{author}: {text}" + (f" [image: {caption}]" if caption else "")
+
+
+@dataclass
+class CorpusLexicon:
+    """The lexical indexes of a corpus: messages in their context, whole conversations, and concepts."""
+
+    messages: LexicalIndex  # doc = previous message (capped) + the message twice + next message (capped)
+    conversations: LexicalIndex
+    concepts: LexicalIndex  # doc = title + description + aliases
+
+    FILES = ("messages", "conversations", "concepts")
+
+    def save(self, folder: Path) -> None:
+        for name in self.FILES:
+            getattr(self, name).save(Path(folder) / f"{name}.npz")
+
+    @classmethod
+    def load(cls, folder: Path) -> CorpusLexicon | None:
+        paths = [Path(folder) / f"{name}.npz" for name in cls.FILES]
+        if not all(p.exists() for p in paths):
+            return None
+        return cls(*(LexicalIndex.load(p) for p in paths))
+
+
+def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusLexicon:
+    """Tokenise the corpus once and build its three lexical indexes (reads messages and concepts)."""
+    from sqlalchemy import select
+
+    from memory_core.store.schema import canonical_concepts, messages
+
+    ids: list[str] = []
+    tokens: list[list[str]] = []
+    convs: list[str] = []
+    with store.source.connect() as conn:
+        rows = conn.execute(
+            select(
+                messages.c.message_id,
+                messages.c.conversation_id,
+                messages.c.author,
+                messages.c.text,
+                messages.c.attributes,
+            ).order_by(messages.c.conversation_id, messages.c.position)
+        )
+        for r in rows:
+            ids.append(r.message_id)
+            convs.append(r.conversation_id)
+            tokens.append(tokenize(message_text_for_search(r.author, r.text, r.attributes)))
+    docs = []
+    for i, own in enumerate(tokens):
+        prev = tokens[i - 1][:context_tokens] if i > 0 and convs[i - 1] == convs[i] else []
+        nxt = tokens[i + 1][:context_tokens] if i + 1 < len(tokens) and convs[i + 1] == convs[i] else []
+        docs.append(prev + own + own + nxt)
+    conv_ids: list[str] = []
+    conv_docs: list[list[str]] = []
+    for conv, own in zip(convs, tokens, strict=True):
+        if not conv_ids or conv_ids[-1] != conv:
+            conv_ids.append(conv)
+            conv_docs.append([])
+        conv_docs[-1].extend(own)
+    concept_ids: list[str] = []
+    concept_docs: list[list[str]] = []
+    with store.staging.connect() as conn:
+        for r in conn.execute(
+            select(
+                canonical_concepts.c.concept_id,
+                canonical_concepts.c.title,
+                canonical_concepts.c.description,
+                canonical_concepts.c.aliases,
+            ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
+        ):
+            concept_ids.append(r.concept_id)
+            concept_docs.append(tokenize(" ".join([r.title, r.description, *(r.aliases or [])])))
+    return CorpusLexicon(
+        messages=LexicalIndex.build(ids, docs),
+        conversations=LexicalIndex.build(conv_ids, conv_docs),
+        concepts=LexicalIndex.build(concept_ids, concept_docs),
+    )

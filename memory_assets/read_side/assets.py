@@ -1,11 +1,14 @@
 """Assets `graph` and `indexes`: the stores the read side (query_memory, agent tools, MCP) reads."""
 
+import time
+
 import dagster as dg
 from pydantic import Field
 
 from memory_assets.common import corpus_store, md_table
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import load_corpus_graph
+from memory_core.lexical import build_corpus_lexicon, lexicon_dir
 from memory_core.vector_index import FAMILIES, build_family_index
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
@@ -83,8 +86,9 @@ class IndexesConfig(dg.Config):
     group_name="read_side",
     deps=INDEX_SOURCES,
     kinds={"faiss"},
-    description="FAISS indexes over topics, concepts, segments and messages with their id maps: exact below a "
-    "measured size threshold, HNSW from it on; each swapped in atomically; unchanged items are not re-embedded.",
+    description="FAISS indexes over topics, concepts, segments and messages with their id maps (exact below a "
+    "measured size threshold, HNSW from it on; each swapped in atomically; unchanged items are not re-embedded), "
+    "and the BM25 lexical indexes over messages in context, conversations and concepts.",
 )
 def indexes(
     context: dg.AssetExecutionContext,
@@ -107,9 +111,18 @@ def indexes(
                 f"{store.name}/{family}: {report.kind} index of {report.size} ({report.embedded} embedded, {report.reused} reused)"
             )
             reports.append(report)
+        started = time.perf_counter()
+        lexicon = build_corpus_lexicon(store)
+        lexicon.save(lexicon_dir(store))
+        lexical_seconds = time.perf_counter() - started
     return dg.MaterializeResult(
         metadata={
             "embedding_model": embedder.model_name,
+            "lexical_messages": lexicon.messages.n_docs,
+            "lexical_conversations": lexicon.conversations.n_docs,
+            "lexical_concepts": lexicon.concepts.n_docs,
+            "lexical_vocabulary": len(lexicon.messages.vocab),
+            "lexical_seconds": round(lexical_seconds, 3),
             "approximate_threshold": policy.approximate_threshold,
             **{f"{r.family}_size": r.size for r in reports},
             **{f"{r.family}_kind": r.kind for r in reports},
