@@ -125,8 +125,6 @@ class NodeCatalog:
         if relation not in RELATIONS:
             raise ValueError(f"unknown relation {relation!r}; known: {', '.join(RELATIONS)}")
         stg, src = self.store.staging, self.store.source
-        q = _QUERIES[relation]
-        engine = src if relation in _SOURCE_RELATIONS else stg
         if relation in ("Message>NEXT", "Message>PREVIOUS"):
             return self._next(node_id, relation.endswith("NEXT"))
         if relation == "Segment>Message":
@@ -139,8 +137,9 @@ class NodeCatalog:
             table = self.reader.segment_messages()
             index = self.reader.messages().index.get(node_id)
             return [(sid, None) for sid, members in table.items() if index is not None and index in members]
+        engine = src if relation in _SOURCE_RELATIONS else stg
         with engine.connect() as conn:
-            rows = conn.execute(q(node_id)).all()
+            rows = conn.execute(_QUERIES[relation](node_id)).all()
         seen: dict[str, float | None] = {}
         for r in rows:
             if r[0] is not None and r[0] not in seen:

@@ -8,6 +8,7 @@ loopback unless configured otherwise, optionally behind a bearer token. No Dagst
 
 from __future__ import annotations
 
+import functools
 import hmac
 from collections.abc import Sequence
 from datetime import datetime
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 from memory_query.evidence import check_citations
 from memory_query.retrieval import reader_for
@@ -135,17 +137,36 @@ class MemoryServer:
         )
 
 
+def _anticipated(fn):
+    """Errors the agent can act on (unknown id, corpus, relation) reach it as readable tool errors; the MCP
+    SDK would otherwise hide them behind "Error executing tool"."""
+    from mcp.server.mcpserver.exceptions import ToolError as SdkToolError
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ToolError, MemoryOSError, ValueError) as exc:
+            raise SdkToolError(str(exc)) from exc
+
+    return wrapper
+
+
 def build_server(memory: MemoryServer):
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer(name="memory-os", instructions=INSTRUCTIONS)
+    register = server.tool
 
-    @server.tool()
+    def tool():
+        return lambda fn: register()(_anticipated(fn))
+
+    @tool()
     def list_corpora() -> list[str]:
         """The corpora this server answers from."""
         return memory.corpora
 
-    @server.tool()
+    @tool()
     def query_memory(
         corpus: str, question: str, k: int = 8, as_of: str | None = None, psychological_access: bool = False
     ) -> QueryMemoryResult:
@@ -154,33 +175,33 @@ def build_server(memory: MemoryServer):
         then; reflective hypotheses only with psychological_access=true."""
         return memory.query(corpus, question, max(1, min(k, 20)), as_of, psychological_access)
 
-    @server.tool()
+    @tool()
     def smart_search(corpus: str, query: str, k: int = 8) -> dict:
         """Evidence messages for a query, with an OR fallback over its components when the whole finds little."""
         return memory.tools(corpus).smart_search(query, k)
 
-    @server.tool()
+    @tool()
     def explore_node(corpus: str, node_id: str, node_type: str | None = None) -> dict:
         """Any node (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation): summary and, per
         relation, the count and first neighbours."""
         return memory.tools(corpus).explore_node(node_id, node_type)
 
-    @server.tool()
+    @tool()
     def lens(corpus: str, node_id: str, paths: list[str] | None = None, max_ids: int = 20) -> dict:
         """Follow relation paths from a node, e.g. ["Topic>Concept>Message"]; at most 20 ids per path."""
         return memory.tools(corpus).lens(node_id, paths, max_ids)
 
-    @server.tool()
+    @tool()
     def read_source_message(corpus: str, message_id: str, context: int = 1) -> dict:
         """The original text of a message with its provenance and its neighbours in the conversation."""
         return memory.tools(corpus).read_source_message(message_id, context)
 
-    @server.tool()
+    @tool()
     def submit_evidence(corpus: str, message_ids: list[str], claim: str) -> dict:
         """Submit the messages that support a claim (the exit of a search); unknown ids are rejected."""
         return memory.tools(corpus).submit_evidence(message_ids, claim)
 
-    @server.tool()
+    @tool()
     def check_answer_citations(answer: str, citations: list[str]) -> CitationCheck:
         """Check that every sentence of an answer cites evidence among `citations`."""
         report = check_citations(answer, set(citations))

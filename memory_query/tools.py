@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from memory_core.lexical import STOP_WORDS
+from memory_core.lexical import STOP_WORDS, tokenize
 from memory_core.store.db import utcnow
 from memory_query.catalog import NODE_TYPES, RELATIONS, NodeCatalog, relations_from
 from memory_query.reader import CorpusReader
@@ -39,16 +39,26 @@ def _snip(text: str, size: int = SNIPPET) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-def query_components(query: str) -> list[str]:
-    """The parts of a query to try one by one when the whole finds too little (the OR fallback):
-    clauses split on punctuation and conjunctions, then the content words themselves."""
+def query_clauses(query: str) -> list[str]:
+    """The clauses of a multi-part query (split on punctuation and conjunctions)."""
     parts = [p.strip() for p in re.split(r"[,;?!.]|\band\b|\bor\b|\bbut\b", query) if p.strip()]
+    return parts if len(parts) > 1 else []
+
+
+def query_components(query: str) -> list[str]:
+    """The parts of a query to try one by one (the OR fallback): its clauses, then its content words."""
     words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]+", query) if w.lower() not in STOP_WORDS]
     out: list[str] = []
-    for item in parts + words:
+    for item in query_clauses(query) + words:
         if item.lower() != query.strip().lower() and item not in out:
             out.append(item)
     return out[:8]
+
+
+def _grounded(query: str, items) -> int:
+    """Results whose own text holds at least one of the query's words."""
+    wanted = set(tokenize(query))
+    return sum(1 for i in items if wanted & set(tokenize(i.text)))
 
 
 class MemoryTools:
@@ -102,14 +112,17 @@ class MemoryTools:
         k = max(1, min(int(k), self.limits.max_ids))
         answer = rank(self.reader, query, k, settings=self.settings)
         results = {i.message_id: (i, None) for i in answer.items}
-        fallback = []
-        if len(results) < min(3, k):
-            for part in query_components(query):
-                fallback.append(part)
-                for item in rank(self.reader, part, k, settings=self.settings).items:
-                    best = results.get(item.message_id)
-                    if best is None or best[0].score < item.score:
-                        results[item.message_id] = (item, part)
+        # OR fallback: a multi-part query, or one whose words matched little, is also searched part by part
+        # and each part's best hits are merged in, so one dominant term cannot hide the others
+        parts = query_clauses(query) or (
+            query_components(query) if _grounded(query, answer.items) < min(3, k) else []
+        )
+        fallback = parts[:4]
+        for part in fallback:
+            for item in rank(self.reader, part, 3, settings=self.settings).items:
+                best = results.get(item.message_id)
+                if best is None or best[0].score < item.score:
+                    results[item.message_id] = (item, part)
         ranked = sorted(results.values(), key=lambda x: -x[0].score)[:k]
         out = {
             "query": query,
