@@ -42,15 +42,26 @@ class SentenceTransformerEmbedder(Embedder):
 
 
 class MemoEmbedder(Embedder):
-    """Remembers vectors by text for one eval run, so two methods over the same turns embed them once."""
+    """Remembers turn vectors within one haystack, so two methods over the same turns embed them once.
+
+    Scoped to a haystack on purpose: LongMemEval haystacks share sessions, and a memo across them would
+    hide the per-haystack embedding time (the floor of the build-time target).
+    """
 
     def __init__(self, inner: Embedder):
         self.inner = inner
         self.model_name = inner.model_name
         self.dim = inner.dim
         self._vectors: dict[str, np.ndarray] = {}
+        self._scope: str | None = None
         self.hits = 0
         self.misses = 0
+
+    def for_haystack(self, haystack_id: str) -> MemoEmbedder:
+        if haystack_id != self._scope:
+            self._vectors.clear()
+            self._scope = haystack_id
+        return self
 
     def load(self) -> None:
         load = getattr(self.inner, "load", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from evals.benchmarks import Haystack, Question, Turn
+from evals.embedding import MemoEmbedder
 from evals.retrievers.base import TOP_K, BuiltCorpus, Retrieval, Retriever, StageTimer, filter_turns, rank_by_scores
 from memory_core.embeddings.base import Embedder
 
@@ -52,7 +53,8 @@ class DenseRetriever(Retriever):
             with timer.stage("model_load"):  # once per run; near zero afterwards
                 load()
         turns = filter_turns(haystack, self.user_turns_only)
+        documents = self.documents.for_haystack(haystack.haystack_id) if isinstance(self.documents, MemoEmbedder) else self.documents
         with timer.stage("embed"):
-            vectors = self.documents.embed([t.document for t in turns])
+            vectors = documents.embed([t.document for t in turns])
         timer.count("turns_indexed", len(turns))
         return _DenseCorpus(turns, vectors, self.embedder)
