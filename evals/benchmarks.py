@@ -107,7 +107,9 @@ def _lme_haystack(rec: dict) -> Haystack:
     relevant_sessions: set[str] = set()
     user_turns: set[str] = set()
     evidence_sessions = {str(s) for s in rec.get("answer_session_ids") or []}
-    for sid, date, session in zip(rec["haystack_session_ids"], rec["haystack_dates"], rec["haystack_sessions"], strict=True):
+    for sid, date, session in zip(
+        rec["haystack_session_ids"], rec["haystack_dates"], rec["haystack_sessions"], strict=True
+    ):
         sid = str(sid)
         if sid in dates:
             # the ingestion parser dead-letters a repeated session id; the ids (and, in the data, the texts) are the same
@@ -154,7 +156,11 @@ def _session_numbers(conversation: dict) -> list[int]:
 def load_locomo(path: str | Path) -> list[Haystack]:
     haystacks = []
     for index, sample in enumerate(_read_json_list(path, "LoCoMo")):
-        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict) or "sample_id" not in sample:
+        if (
+            not isinstance(sample, dict)
+            or not isinstance(sample.get("conversation"), dict)
+            or "sample_id" not in sample
+        ):
             raise InputError(f"{path}: record {index} is not a LoCoMo sample")
         haystacks.append(_locomo_haystack(sample))
     return haystacks
@@ -179,7 +185,16 @@ def _locomo_haystack(sample: dict) -> Haystack:
         for turn in conv[f"session_{n}"]:
             speaker, text = str(turn["speaker"]), str(turn.get("text") or "")
             role = "assistant" if speaker == speaker_b else "user"
-            turns.append(Turn(str(turn["dia_id"]), sid, role, speaker, text, locomo_document(speaker, text, turn.get("blip_caption"))))
+            turns.append(
+                Turn(
+                    str(turn["dia_id"]),
+                    sid,
+                    role,
+                    speaker,
+                    text,
+                    locomo_document(speaker, text, turn.get("blip_caption")),
+                )
+            )
     ids = {t.turn_id for t in turns}
     notes: list[str] = []
     questions = []
@@ -205,7 +220,9 @@ def _locomo_haystack(sample: dict) -> Haystack:
                 answer=str(answer),
                 haystack_id=sample_id,
                 relevant_turns=frozenset(evidence) if scored else frozenset(),
-                relevant_sessions=frozenset("S" + e[1:].split(":")[0] for e in evidence) if scored else frozenset(),
+                relevant_sessions=frozenset("S" + e[1:].split(":")[0] for e in evidence)
+                if scored
+                else frozenset(),
                 abstention=category == 5,
             )
         )
@@ -221,7 +238,9 @@ def load_benchmark(benchmark: str, path: str | Path) -> list[Haystack]:
     raise InputError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}")
 
 
-def select(haystacks: list[Haystack], limit: int | None = None, question_ids: Iterable[str] | None = None) -> list[Haystack]:
+def select(
+    haystacks: list[Haystack], limit: int | None = None, question_ids: Iterable[str] | None = None
+) -> list[Haystack]:
     """The first `limit` records of the file (LongMemEval questions, LoCoMo conversations), then only the
     given question ids (a LoCoMo sample id picks its whole conversation). Unknown ids are an error."""
     chosen = haystacks[:limit] if limit is not None else list(haystacks)
@@ -239,5 +258,16 @@ def select(haystacks: list[Haystack], limit: int | None = None, question_ids: It
             continue
         questions = [q for q in h.questions if q.question_id in wanted]
         if questions:
-            out.append(Haystack(h.benchmark, h.haystack_id, h.turns, h.session_ids, h.session_dates, questions, h.scored_turn_ids, h.notes))
+            out.append(
+                Haystack(
+                    h.benchmark,
+                    h.haystack_id,
+                    h.turns,
+                    h.session_ids,
+                    h.session_dates,
+                    questions,
+                    h.scored_turn_ids,
+                    h.notes,
+                )
+            )
     return out

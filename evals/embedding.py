@@ -37,7 +37,9 @@ class SentenceTransformerEmbedder(Embedder):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
-        vectors = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
         return l2_normalise(vectors)
 
 

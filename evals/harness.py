@@ -103,17 +103,21 @@ def run_retrieval(
                     }
                     fp.write(json.dumps(line, ensure_ascii=False) + "\n")
                     if question.retrieval_scored:
-                        levels = score_question(haystack, question, line["ranked_turns"], line["ranked_sessions"])
+                        levels = score_question(
+                            haystack, question, line["ranked_turns"], line["ranked_sessions"]
+                        )
                         run.scored.append((retriever.name, question.question_type, levels))
                 stats.peak_rss_bytes = max(stats.peak_rss_bytes, peak.read())
                 summary.append(f"{retriever.name} {stats.build_seconds[-1]:.1f}s")
             fp.flush()
             run.questions += len(haystack.questions)
             run.haystacks += 1
-            log(f"[{n}/{len(haystacks)}] {haystack.haystack_id}: {len(haystack.turns)} turns, {len(haystack.questions)} question(s); build " + ", ".join(summary))
+            log(
+                f"[{n}/{len(haystacks)}] {haystack.haystack_id}: {len(haystack.turns)} turns, {len(haystack.questions)} question(s); build "
+                + ", ".join(summary)
+            )
     run.wall_seconds = time.perf_counter() - started
     for retriever in retrievers:
         run.extras[retriever.name] = retriever.describe()
-        retriever.close()
     run.report = write_report(run, haystacks, file_sha256(data_path))
     return run

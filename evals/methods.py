@@ -24,7 +24,9 @@ def parse_methods(text: str | Sequence[str]) -> list[str]:
     names = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
     unknown = [m for m in names if m not in METHODS]
     if unknown or not names:
-        raise InputError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
+        raise InputError(
+            f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -37,7 +39,9 @@ def make_retrievers(
     """Retrievers in the given order. The memory method is checked first: a missing read side fails the
     run before any baseline work. `corpus_builder` makes the pipeline builder (only called for `memory`)."""
     if benchmark != "longmemeval" and any(n.endswith("_user") for n in names):
-        raise InputError("the *_user methods rank LongMemEval's user turns; LoCoMo scores every dialog turn, use bm25/dense")
+        raise InputError(
+            "the *_user methods rank LongMemEval's user turns; LoCoMo scores every dialog turn, use bm25/dense"
+        )
     memory = None
     if "memory" in names:
         if corpus_builder is None:

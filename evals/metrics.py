@@ -18,7 +18,9 @@ METRICS = ("recall_any", "recall_all", "recall_frac", "ndcg")
 LEVELS = ("turn", "session")
 
 
-def score_ranking(ranked: Sequence[str], relevant: frozenset[str] | set[str], ks: Iterable[int] = KS) -> dict[str, float]:
+def score_ranking(
+    ranked: Sequence[str], relevant: frozenset[str] | set[str], ks: Iterable[int] = KS
+) -> dict[str, float]:
     if not relevant:
         raise ValueError("a ranking is scored against at least one relevant id")
     out: dict[str, float] = {}
@@ -35,7 +37,9 @@ def score_ranking(ranked: Sequence[str], relevant: frozenset[str] | set[str], ks
     return out
 
 
-def score_question(haystack: Haystack, question: Question, ranked_turns: Sequence[str], ranked_sessions: Sequence[str]) -> dict[str, dict[str, float]]:
+def score_question(
+    haystack: Haystack, question: Question, ranked_turns: Sequence[str], ranked_sessions: Sequence[str]
+) -> dict[str, dict[str, float]]:
     """{"turn": ..., "session": ...} for a retrieval-scored question; a level without relevant items is absent."""
     out: dict[str, dict[str, float]] = {}
     if question.relevant_turns:

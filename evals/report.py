@@ -48,7 +48,9 @@ def build_report(run: RetrievalRun, haystacks: Sequence[Haystack], data_sha256: 
         entry["build"] = {
             "seconds": _seconds_table(stats.build_seconds) if stats.build_seconds else {},
             "stages": {s: _seconds_table([per.get(s, 0.0) for per in stats.stage_seconds]) for s in stages},
-            "counts_median": {c: statistics.median(per.get(c, 0) for per in stats.stage_counts) for c in counts},
+            "counts_median": {
+                c: statistics.median(per.get(c, 0) for per in stats.stage_counts) for c in counts
+            },
         }
         entry["query_latency_ms"] = (
             {
@@ -108,16 +110,33 @@ def render_markdown(report: dict) -> str:
         present = [m for m in methods if level in methods[m]]
         if not present:
             continue
-        lines += ["", f"## {level.capitalize()} level", "", "| group | method | n | " + " | ".join(cols) + " |"]
+        lines += [
+            "",
+            f"## {level.capitalize()} level",
+            "",
+            "| group | method | n | " + " | ".join(cols) + " |",
+        ]
         lines.append("|" + "---|" * (len(cols) + 3))
         types = sorted({t for m in present for t in methods[m][level]["by_type"]})
         for group in ["overall", *types]:
             for m in present:
-                row = methods[m][level]["overall"] if group == "overall" else methods[m][level]["by_type"].get(group)
+                row = (
+                    methods[m][level]["overall"]
+                    if group == "overall"
+                    else methods[m][level]["by_type"].get(group)
+                )
                 if row is None:
                     continue
-                lines.append(f"| {group} | {m} | {row['n']} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |")
-    lines += ["", "## Cost", "", "| method | build s/haystack (median) | stages (median s) | query p50 ms | query p95 ms | peak RSS MiB |", "|---|---|---|---|---|---|"]
+                lines.append(
+                    f"| {group} | {m} | {row['n']} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |"
+                )
+    lines += [
+        "",
+        "## Cost",
+        "",
+        "| method | build s/haystack (median) | stages (median s) | query p50 ms | query p95 ms | peak RSS MiB |",
+        "|---|---|---|---|---|---|",
+    ]
     for m, entry in methods.items():
         build = entry["build"]
         stages = ", ".join(f"{s} {v['median']:.3f}" for s, v in build["stages"].items())
@@ -128,7 +147,9 @@ def render_markdown(report: dict) -> str:
     lines += ["", f"Peak RSS: {report['rss']}."]
     if report["method_config"]:
         lines += ["", "## Methods", ""]
-        lines += [f"- `{m}`: " + json.dumps(info, sort_keys=True) for m, info in report["method_config"].items()]
+        lines += [
+            f"- `{m}`: " + json.dumps(info, sort_keys=True) for m, info in report["method_config"].items()
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -28,7 +28,11 @@ class PeakRss:
 
     def __init__(self):
         self.resettable = _status_kib("VmHWM") is not None and self._try_reset()
-        self.note = "peak since each method's build started (VmHWM reset)" if self.resettable else "process lifetime peak (getrusage)"
+        self.note = (
+            "peak since each method's build started (VmHWM reset)"
+            if self.resettable
+            else "process lifetime peak (getrusage)"
+        )
 
     @staticmethod
     def _try_reset() -> bool:

@@ -54,7 +54,9 @@ def pipeline_corpus_builder(home: MemoryHome, benchmark: str, data_path: str) ->
             instance.add_dynamic_partitions(corpus_partitions.name, [name])
         result = materialize_corpus(defs, instance, name, None, run_config=run_config, progress=False)
         if not result.success:
-            raise EvalBuildError(f"building corpus {name} failed (Dagster run {result.run_id}); see its run logs")
+            raise EvalBuildError(
+                f"building corpus {name} failed (Dagster run {result.run_id}); see its run logs"
+            )
         return PipelineCorpus(home.corpus(name), step_seconds(instance, result.run_id))
 
     return build

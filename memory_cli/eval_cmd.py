@@ -25,10 +25,20 @@ def _load(benchmark: str, data: str, limit: int | None, question_ids: str | None
 
 
 def _selection_options(fn):
-    fn = click.option("--question-ids", help="comma-separated question ids (a LoCoMo sample id picks its conversation)")(fn)
-    fn = click.option("--limit", type=click.IntRange(min=1), help="first N records of the file (LongMemEval questions, LoCoMo conversations)")(fn)
-    fn = click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder")(fn)
-    fn = click.option("--data", required=True, type=click.Path(exists=True, dir_okay=False), help="benchmark JSON file")(fn)
+    fn = click.option(
+        "--question-ids", help="comma-separated question ids (a LoCoMo sample id picks its conversation)"
+    )(fn)
+    fn = click.option(
+        "--limit",
+        type=click.IntRange(min=1),
+        help="first N records of the file (LongMemEval questions, LoCoMo conversations)",
+    )(fn)
+    fn = click.option(
+        "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder"
+    )(fn)
+    fn = click.option(
+        "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="benchmark JSON file"
+    )(fn)
     fn = click.option("--benchmark", required=True, type=BENCHMARK_CHOICE)(fn)
     return fn
 
@@ -51,13 +61,26 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder):
         return pipeline_corpus_builder(home, benchmark, str(data))
 
     retrievers = make_retrievers(names, benchmark, embedder, corpus_builder=builder)
-    return run_retrieval(benchmark, data, haystacks, retrievers, out_dir, log=lambda m: click.echo(m, err=True))
+    return run_retrieval(
+        benchmark, data, haystacks, retrievers, out_dir, log=lambda m: click.echo(m, err=True)
+    )
 
 
 @eval_group.command("retrieval")
 @_selection_options
-@click.option("--methods", default="memory,bm25,dense", show_default=True, help="memory, bm25, dense, bm25_user, dense_user (the *_user ones: LongMemEval, user turns only)")
-@click.option("--embedder", default="minilm", show_default=True, type=EMBEDDER_CHOICE, help="dense baseline embedder (hashing: tests only)")
+@click.option(
+    "--methods",
+    default="memory,bm25,dense",
+    show_default=True,
+    help="memory, bm25, dense, bm25_user, dense_user (the *_user ones: LongMemEval, user turns only)",
+)
+@click.option(
+    "--embedder",
+    default="minilm",
+    show_default=True,
+    type=EMBEDDER_CHOICE,
+    help="dense baseline embedder (hashing: tests only)",
+)
 @click.pass_context
 def eval_retrieval(ctx, benchmark, data, out_dir, limit, question_ids, methods, embedder) -> None:
     """Rank each question's haystack with each method; write retrievals.jsonl, report.json, report.md to OUT.
@@ -74,21 +97,60 @@ def eval_retrieval(ctx, benchmark, data, out_dir, limit, question_ids, methods, 
         for level in LEVELS:
             if level in entry:
                 o = entry[level]["overall"]
-                parts.append(f"{level} recall_any@5 {o['recall_any@5']:.3f} recall_all@5 {o['recall_all@5']:.3f} ndcg@10 {o['ndcg@10']:.3f}")
+                parts.append(
+                    f"{level} recall_any@5 {o['recall_any@5']:.3f} recall_all@5 {o['recall_all@5']:.3f} ndcg@10 {o['ndcg@10']:.3f}"
+                )
         click.echo(f"{method}: " + "; ".join(parts or ["no scored question"]))
     click.echo(f"{run.questions} questions in {run.wall_seconds:.1f}s → {out_dir}/report.md")
 
 
 @eval_group.command("qa")
 @_selection_options
-@click.option("--method", default="bm25", show_default=True, help="retrieval method whose evidence the reader gets")
-@click.option("--retrievals", type=click.Path(exists=True, dir_okay=False), help="use this retrievals.jsonl instead of retrieving now")
-@click.option("--context-turns", default=10, show_default=True, type=click.IntRange(min=1), help="retrieved turns given to the reader")
-@click.option("--model", envvar="MEMORY_OS_EVAL_READER_MODEL", default="gpt-4o-mini", show_default=True, help="reader model")
-@click.option("--judge-model", envvar="MEMORY_OS_EVAL_JUDGE_MODEL", default="gpt-4o", show_default=True, help="LongMemEval judge model")
+@click.option(
+    "--method", default="bm25", show_default=True, help="retrieval method whose evidence the reader gets"
+)
+@click.option(
+    "--retrievals",
+    type=click.Path(exists=True, dir_okay=False),
+    help="use this retrievals.jsonl instead of retrieving now",
+)
+@click.option(
+    "--context-turns",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="retrieved turns given to the reader",
+)
+@click.option(
+    "--model",
+    envvar="MEMORY_OS_EVAL_READER_MODEL",
+    default="gpt-4o-mini",
+    show_default=True,
+    help="reader model",
+)
+@click.option(
+    "--judge-model",
+    envvar="MEMORY_OS_EVAL_JUDGE_MODEL",
+    default="gpt-4o",
+    show_default=True,
+    help="LongMemEval judge model",
+)
 @click.option("--embedder", default="minilm", show_default=True, type=EMBEDDER_CHOICE)
 @click.pass_context
-def eval_qa(ctx, benchmark, data, out_dir, limit, question_ids, method, retrievals, context_turns, model, judge_model, embedder) -> None:
+def eval_qa(
+    ctx,
+    benchmark,
+    data,
+    out_dir,
+    limit,
+    question_ids,
+    method,
+    retrievals,
+    context_turns,
+    model,
+    judge_model,
+    embedder,
+) -> None:
     """Answer each question from retrieved evidence with an LLM reader and score the answers (LongMemEval: LLM
     judge per question type; LoCoMo: token F1). Needs OPENAI_API_KEY (OPENAI_BASE_URL for other endpoints).
     Writes hypotheses.jsonl ({"question_id", "hypothesis"}), qa_results.jsonl, qa_report.json to OUT; a rerun
@@ -105,5 +167,16 @@ def eval_qa(ctx, benchmark, data, out_dir, limit, question_ids, method, retrieva
 
         retrievals = str(Path(out_dir) / "retrievals.jsonl")
     rankings = load_rankings(retrievals, method)
-    summary = run_qa(benchmark, haystacks, rankings, reader, judge, out_dir, context_turns, log=lambda m: click.echo(m, err=True))
-    click.echo(f"{summary['answered']} answered, accuracy/F1 {summary['overall']['score']:.3f} → {out_dir}/qa_report.json")
+    summary = run_qa(
+        benchmark,
+        haystacks,
+        rankings,
+        reader,
+        judge,
+        out_dir,
+        context_turns,
+        log=lambda m: click.echo(m, err=True),
+    )
+    click.echo(
+        f"{summary['answered']} answered, accuracy/F1 {summary['overall']['score']:.3f} → {out_dir}/qa_report.json"
+    )

@@ -26,7 +26,8 @@ def test_domain_packages_do_not_import_dagster():
 
     code = (
         "import sys, memory_core.ingest.loader, memory_core.segments, memory_core.store.stats, memory_core.corpora, "
-        "memory_core.ontology, memory_core.embeddings; "
+        "memory_core.ontology, memory_core.embeddings, "
+        "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -32,11 +32,18 @@ class ChatModel:
         from openai import OpenAI
 
         # the client retries 429 / 5xx / timeouts with backoff
-        return cls(model, OpenAI(api_key=key, base_url=env.get("OPENAI_BASE_URL") or None, max_retries=3, timeout=120.0))
+        return cls(
+            model,
+            OpenAI(api_key=key, base_url=env.get("OPENAI_BASE_URL") or None, max_retries=3, timeout=120.0),
+        )
 
     def complete(self, system: str, user: str, max_tokens: int) -> str:
-        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-        response = self.client.chat.completions.create(model=self.model, messages=messages, temperature=0, max_tokens=max_tokens)
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": user}
+        ]
+        response = self.client.chat.completions.create(
+            model=self.model, messages=messages, temperature=0, max_tokens=max_tokens
+        )
         if not response.choices:
             raise RuntimeError(f"{self.model}: the endpoint returned no choice")
         return (response.choices[0].message.content or "").strip()

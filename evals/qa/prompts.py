@@ -20,7 +20,9 @@ _READER_SYSTEM = (
 )
 
 
-def reader_prompt(benchmark: str, question: str, question_date: str | None, evidence: Sequence[str]) -> tuple[str, str]:
+def reader_prompt(
+    benchmark: str, question: str, question_date: str | None, evidence: Sequence[str]
+) -> tuple[str, str]:
     """(system, user) for the reader. `evidence`: rendered excerpts, chronological."""
     excerpts = "\n\n".join(evidence) if evidence else "(nothing was retrieved)"
     if benchmark == "locomo":
@@ -34,7 +36,10 @@ def reader_prompt(benchmark: str, question: str, question_date: str | None, evid
             "excerpts do not contain the information asked for, say that you cannot answer from the history."
         )
     when = f"Current date: {question_date}\n" if question_date else ""
-    return _READER_SYSTEM, f"Retrieved excerpts:\n\n{excerpts}\n\n{when}Question: {question}\n\n{rules}\nAnswer:"
+    return (
+        _READER_SYSTEM,
+        f"Retrieved excerpts:\n\n{excerpts}\n\n{when}Question: {question}\n\n{rules}\nAnswer:",
+    )
 
 
 _JUDGE_BASE = (

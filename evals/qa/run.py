@@ -64,12 +64,20 @@ def _read_results(path: Path) -> dict[str, dict]:
     return rows
 
 
-def _score(benchmark: str, question: Question, hypothesis: str, judge: ChatModel | None, f1: F1Scorer) -> tuple[float, str]:
+def _score(
+    benchmark: str, question: Question, hypothesis: str, judge: ChatModel | None, f1: F1Scorer
+) -> tuple[float, str]:
     if benchmark == "locomo":
         return f1.score(int(question.question_type), hypothesis, question.answer), ""
     if judge is None:
         raise InputError("LongMemEval QA needs a judge model")
-    reply = judge.complete("", judge_prompt(question.question_type, question.abstention, question.question, question.answer, hypothesis), JUDGE_MAX_TOKENS)
+    reply = judge.complete(
+        "",
+        judge_prompt(
+            question.question_type, question.abstention, question.question, question.answer, hypothesis
+        ),
+        JUDGE_MAX_TOKENS,
+    )
     return float(judged_correct(reply)), reply
 
 
@@ -95,14 +103,20 @@ def run_qa(
     log(f"{len(questions) - len(todo)} question(s) already scored in {out}; {len(todo)} to answer")
     with (out / RESULTS).open("a", encoding="utf-8") as fp:
         for n, (haystack, question) in enumerate(todo, 1):
-            row = {"question_id": question.question_id, "question_type": question.question_type, "answer": question.answer}
+            row = {
+                "question_id": question.question_id,
+                "question_type": question.question_type,
+                "answer": question.answer,
+            }
             started = time.perf_counter()
             try:
                 evidence = render_evidence(haystack, rankings[question.question_id], context_turns)
                 system, user = reader_prompt(benchmark, question.question, question.question_date, evidence)
                 row["hypothesis"] = reader.complete(system, user, READER_MAX_TOKENS)
                 row["score"], row["judge"] = _score(benchmark, question, row["hypothesis"], judge, f1)
-            except Exception as exc:  # recorded per question with its reason; the run goes on, a rerun retries it
+            except (
+                Exception
+            ) as exc:  # recorded per question with its reason; the run goes on, a rerun retries it
                 row["error"] = f"{type(exc).__name__}: {exc}"
                 log(f"  {question.question_id}: {row['error']}")
             row["seconds"] = round(time.perf_counter() - started, 3)
@@ -115,20 +129,30 @@ def run_qa(
     scored = [r for r in ordered if "score" in r]
     with (out / HYPOTHESES).open("w", encoding="utf-8") as fp:
         for r in scored:
-            fp.write(json.dumps({"question_id": r["question_id"], "hypothesis": r["hypothesis"]}, ensure_ascii=False) + "\n")
+            fp.write(
+                json.dumps(
+                    {"question_id": r["question_id"], "hypothesis": r["hypothesis"]}, ensure_ascii=False
+                )
+                + "\n"
+            )
     by_type: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         by_type[r["question_type"]].append(r["score"])
     summary = {
         "benchmark": benchmark,
-        "metric": "token F1 (LoCoMo rules)" if benchmark == "locomo" else "LLM judge accuracy (LongMemEval prompts)",
+        "metric": "token F1 (LoCoMo rules)"
+        if benchmark == "locomo"
+        else "LLM judge accuracy (LongMemEval prompts)",
         "reader_model": reader.model,
         "judge_model": judge.model if judge else None,
         "context_turns": context_turns,
         "questions": len(ordered),
         "answered": len(scored),
         "errors": len(ordered) - len(scored),
-        "overall": {"score": round(sum(r["score"] for r in scored) / len(scored), 4) if scored else 0.0, "n": len(scored)},
+        "overall": {
+            "score": round(sum(r["score"] for r in scored) / len(scored), 4) if scored else 0.0,
+            "n": len(scored),
+        },
         "by_type": {t: {"score": round(sum(v) / len(v), 4), "n": len(v)} for t, v in sorted(by_type.items())},
     }
     (out / QA_REPORT).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -67,15 +67,14 @@ class Retriever(ABC):
         """The method's configuration, for the report."""
         return {}
 
-    def close(self) -> None:
-        """Release what the method holds across haystacks (a model, a server connection)."""
-
 
 def rank_by_scores(turns: Sequence[Turn], scores: np.ndarray, k: int) -> Retrieval:
     """Turns by descending score (ties keep haystack order); sessions by their best turn."""
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     ranked = [turns[i] for i in order]
-    return Retrieval([t.turn_id for t in ranked[:k]], sessions_by_best_turn([t.session_id for t in ranked], k))
+    return Retrieval(
+        [t.turn_id for t in ranked[:k]], sessions_by_best_turn([t.session_id for t in ranked], k)
+    )
 
 
 def sessions_by_best_turn(session_of_ranked_turns: Sequence[str], k: int) -> list[str]:

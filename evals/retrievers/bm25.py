@@ -6,7 +6,15 @@ import bm25s
 import numpy as np
 
 from evals.benchmarks import Haystack, Question, Turn
-from evals.retrievers.base import TOP_K, BuiltCorpus, Retrieval, Retriever, StageTimer, filter_turns, rank_by_scores
+from evals.retrievers.base import (
+    TOP_K,
+    BuiltCorpus,
+    Retrieval,
+    Retriever,
+    StageTimer,
+    filter_turns,
+    rank_by_scores,
+)
 from evals.tokenize import Tokenizer
 
 

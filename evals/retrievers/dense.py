@@ -6,7 +6,15 @@ import numpy as np
 
 from evals.benchmarks import Haystack, Question, Turn
 from evals.embedding import MemoEmbedder
-from evals.retrievers.base import TOP_K, BuiltCorpus, Retrieval, Retriever, StageTimer, filter_turns, rank_by_scores
+from evals.retrievers.base import (
+    TOP_K,
+    BuiltCorpus,
+    Retrieval,
+    Retriever,
+    StageTimer,
+    filter_turns,
+    rank_by_scores,
+)
 from memory_core.embeddings.base import Embedder
 
 
@@ -53,7 +61,11 @@ class DenseRetriever(Retriever):
             with timer.stage("model_load"):  # once per run; near zero afterwards
                 load()
         turns = filter_turns(haystack, self.user_turns_only)
-        documents = self.documents.for_haystack(haystack.haystack_id) if isinstance(self.documents, MemoEmbedder) else self.documents
+        documents = (
+            self.documents.for_haystack(haystack.haystack_id)
+            if isinstance(self.documents, MemoEmbedder)
+            else self.documents
+        )
         with timer.stage("embed"):
             vectors = documents.embed([t.document for t in turns])
         timer.count("turns_indexed", len(turns))

@@ -47,7 +47,9 @@ def load_query_memory() -> QueryFn:
         ) from None
     query = getattr(module, "query_memory", None)
     if not callable(query):
-        raise MemoryMethodUnavailable("memory_query has no query_memory function; the memory method cannot run")
+        raise MemoryMethodUnavailable(
+            "memory_query has no query_memory function; the memory method cannot run"
+        )
     return query
 
 
@@ -76,7 +78,9 @@ def evidence_message_ids(result: Any) -> list[str]:
     if items is None and isinstance(result, list | tuple):
         items = result
     if items is None:
-        raise MemoryResultError(f"query_memory returned a {type(result).__name__} without ranked evidence items")
+        raise MemoryResultError(
+            f"query_memory returned a {type(result).__name__} without ranked evidence items"
+        )
     ids: dict[str, None] = {}
     for item in items:
         for mid in _item_message_ids(item):
@@ -94,12 +98,16 @@ def _item_message_ids(item: Any) -> Iterable[str]:
     return list(get("message_ids") or [])
 
 
-def benchmark_ids(store: CorpusStore, message_ids: Sequence[str], benchmark: str, k: int = TOP_K) -> Retrieval:
+def benchmark_ids(
+    store: CorpusStore, message_ids: Sequence[str], benchmark: str, k: int = TOP_K
+) -> Retrieval:
     """Ranked message ids → ranked benchmark turn ids and session ids, through `source_ref`."""
     if not message_ids:
         return Retrieval([], [])
     query = (
-        select(messages.c.message_id, messages.c.source_ref, conversations.c.source_ref.label("conversation_ref"))
+        select(
+            messages.c.message_id, messages.c.source_ref, conversations.c.source_ref.label("conversation_ref")
+        )
         .join(conversations, conversations.c.conversation_id == messages.c.conversation_id)
         .where(messages.c.message_id.in_(list(message_ids)))
     )
@@ -107,7 +115,9 @@ def benchmark_ids(store: CorpusStore, message_ids: Sequence[str], benchmark: str
         refs = {row.message_id: (row.source_ref, row.conversation_ref) for row in conn.execute(query)}
     unknown = [m for m in message_ids if m not in refs]
     if unknown:
-        raise MemoryResultError(f"query_memory returned {len(unknown)} message id(s) not in corpus {store.name!r}, e.g. {unknown[0]}")
+        raise MemoryResultError(
+            f"query_memory returned {len(unknown)} message id(s) not in corpus {store.name!r}, e.g. {unknown[0]}"
+        )
     turns: dict[str, None] = {}
     sessions: list[str] = []
     for mid in message_ids:
@@ -133,10 +143,14 @@ class MemoryRetriever(Retriever):
 
     def __init__(self, build_corpus: CorpusBuilder, query_fn: QueryFn | None = None):
         self.build_corpus = build_corpus
-        self.query_fn = query_fn or load_query_memory()  # fails before any build when the read side is missing
+        self.query_fn = (
+            query_fn or load_query_memory()
+        )  # fails before any build when the read side is missing
 
     def describe(self) -> dict:
-        return {"query": f"{getattr(self.query_fn, '__module__', '?')}.{getattr(self.query_fn, '__name__', '?')}"}
+        return {
+            "query": f"{getattr(self.query_fn, '__module__', '?')}.{getattr(self.query_fn, '__name__', '?')}"
+        }
 
     def build(self, haystack: Haystack, timer: StageTimer) -> BuiltCorpus:
         corpus = self.build_corpus(haystack)
