@@ -311,3 +311,14 @@ def test_cli_memory_method_through_the_pipeline(home, tmp_path, monkeypatch):
     }
     assert report["methods"]["memory"]["turn"]["overall"]["recall_all@5"] == 1.0
     assert report["method_config"]["memory"]["query"].endswith("query_memory")
+
+
+def test_build_floor_benchmark_runs(home, tmp_path, capsys):
+    from evals.bench_build_floor import main
+
+    data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
+    assert main(["--data", str(data), "--repeats", "1", "--embedder", "hashing"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "haystack q_multi: 8 turns" in printed and "x the floor" in printed and "messages: median" in printed
+    )
