@@ -93,8 +93,16 @@ def load_longmemeval(path: str | Path) -> list[Haystack]:
     for index, rec in enumerate(_read_json_list(path, "LongMemEval")):
         if not isinstance(rec, dict) or "haystack_sessions" not in rec or "question_id" not in rec:
             raise InputError(f"{path}: record {index} is not a LongMemEval question")
-        haystacks.append(_lme_haystack(rec))
+        haystacks.append(_parsed(path, rec["question_id"], _lme_haystack, rec))
     return haystacks
+
+
+def _parsed(path: str | Path, record_id: object, parse, record: dict) -> Haystack:
+    """One record parsed, or one clear error naming the file and the record."""
+    try:
+        return parse(record)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{path}: record {record_id!r} is malformed ({type(exc).__name__}: {exc})") from None
 
 
 def _lme_haystack(rec: dict) -> Haystack:
@@ -162,7 +170,7 @@ def load_locomo(path: str | Path) -> list[Haystack]:
             or "sample_id" not in sample
         ):
             raise InputError(f"{path}: record {index} is not a LoCoMo sample")
-        haystacks.append(_locomo_haystack(sample))
+        haystacks.append(_parsed(path, sample["sample_id"], _locomo_haystack, sample))
     return haystacks
 
 

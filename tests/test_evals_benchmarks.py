@@ -97,6 +97,14 @@ def test_select_and_bad_input(tmp_path, lme, locomo):
         select(lme, limit=1, question_ids=["q_asst"])
     with pytest.raises(InputError, match="not a LoCoMo sample"):
         load_benchmark("locomo", write_json(tmp_path / "x.json", [{"a": 1}]))
+    broken = lme_file_records()[0]
+    broken["haystack_dates"].pop()
+    with pytest.raises(InputError, match="record 'q_multi' is malformed"):
+        load_benchmark("longmemeval", write_json(tmp_path / "z.json", [broken]))
+    sample = locomo_sample()
+    del sample["conversation"]["session_2"][0]["dia_id"]
+    with pytest.raises(InputError, match="record 'conv-t' is malformed.*dia_id"):
+        load_benchmark("locomo", write_json(tmp_path / "w.json", [sample]))
     with pytest.raises(InputError, match="JSON list"):
         load_benchmark("longmemeval", write_json(tmp_path / "y.json", {"a": 1}))
 
