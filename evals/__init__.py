@@ -1,5 +1,6 @@
-"""Evaluation harness: LongMemEval and LoCoMo retrieval (and QA with a configured LLM), flat baselines.
+"""Evaluation harness (LongMemEval / LoCoMo retrieval and QA, flat baselines) and benchmarks (not part of the
+test suite).
 
-Domain logic only (no Dagster): the pipeline-built corpora of the `memory` method come in through a
-builder the CLI injects (`memory_cli/eval_cmd.py`).
+The harness is domain logic (no Dagster): the pipeline-built corpora of the `memory` method come in through a
+builder the CLI injects (`memory_cli/eval_build.py`).
 """

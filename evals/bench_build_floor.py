@@ -36,9 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     (haystack,) = select(haystacks, question_ids=[args.question_id]) if args.question_id else haystacks[:1]
     texts = [t.text for t in haystack.turns]
     embedder = make_embedder(args.embedder)
-    load = getattr(embedder, "load", None)
-    if load:
-        load()
+    embedder.embed(["warm up"])  # loads the model, untimed
     embed_s, build_s, rebuild_s, stages = [], [], [], []
     for repeat in range(args.repeats):
         t0 = time.perf_counter()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from evals.embedding import MemoEmbedder, make_embedder
+from evals.embedding import MemoEmbedder, cached, make_embedder
 from evals.retrievers.base import Retriever
 from evals.retrievers.bm25 import Bm25Retriever
 from evals.retrievers.dense import DenseRetriever
 from evals.retrievers.memory import CorpusBuilder, MemoryRetriever
 from memory_core.errors import InputError
+from memory_core.store.db import MemoryHome
 
 METHODS = ("memory", "bm25", "dense", "bm25_user", "dense_user")
 DEFAULT_METHODS = ("memory", "bm25", "dense")
@@ -35,9 +36,11 @@ def make_retrievers(
     benchmark: str,
     embedder_kind: str = "minilm",
     corpus_builder: Callable[[], CorpusBuilder] | None = None,
+    embedding_cache: MemoryHome | None = None,
 ) -> list[Retriever]:
     """Retrievers in the given order. The memory method is checked first: a missing read side fails the
-    run before any baseline work. `corpus_builder` makes the pipeline builder (only called for `memory`)."""
+    run before any baseline work. `corpus_builder` makes the pipeline builder (only called for `memory`);
+    `embedding_cache`: the memory home whose shared embedding cache holds the dense turn vectors."""
     if benchmark != "longmemeval" and any(n.endswith("_user") for n in names):
         raise InputError(
             "the *_user methods rank LongMemEval's user turns; LoCoMo scores every dialog turn, use bm25/dense"
@@ -48,7 +51,7 @@ def make_retrievers(
             raise InputError("the memory method needs a pipeline corpus builder")
         memory = MemoryRetriever(corpus_builder())
     embedder = make_embedder(embedder_kind) if any(n.startswith("dense") for n in names) else None
-    documents = MemoEmbedder(embedder) if embedder is not None else None
+    documents = MemoEmbedder(cached(embedder, embedding_cache)) if embedder is not None else None
     out: list[Retriever] = []
     for name in names:
         if name == "memory":

@@ -10,11 +10,15 @@ from memory_core.store.db import CorpusStore
 from memory_resources.storage import MemoryStorage
 
 
-def corpus_store(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CorpusStore:
+def corpus_store(
+    context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext, storage: MemoryStorage
+) -> CorpusStore:
     return storage.corpus(context.partition_key)
 
 
-def md_table(rows: Sequence[Mapping], columns: Iterable[str] | None = None, limit: int = 30) -> dg.MetadataValue:
+def md_table(
+    rows: Sequence[Mapping], columns: Iterable[str] | None = None, limit: int = 30
+) -> dg.MetadataValue:
     """A Markdown table for the asset's metadata panel."""
     rows = list(rows)[:limit]
     if not rows:
@@ -30,5 +34,7 @@ def md_table(rows: Sequence[Mapping], columns: Iterable[str] | None = None, limi
     return dg.MetadataValue.md("\n".join(lines))
 
 
-def check(passed: bool, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR, **metadata) -> dg.AssetCheckResult:
+def check(
+    passed: bool, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR, **metadata
+) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=bool(passed), severity=severity, metadata=metadata)

@@ -5,23 +5,31 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.consolidation import assets as consolidation_assets
+from memory_assets.consolidation import checks as consolidation_checks
+from memory_assets.extraction import assets as extraction_assets
+from memory_assets.extraction import checks as extraction_checks
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
-ASSET_MODULES = [ingestion_assets]
-CHECK_MODULES = [ingestion_checks]
+ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets]
+CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
     # every stage is owned by the memory team and carries its stage as a tag for filtering in the UI
-    return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(tags={"memory_os/stage": spec.group_name or ""})
+    return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(
+        tags={"memory_os/stage": spec.group_name or ""}
+    )
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"storage": MemoryStorage()}
+    return {"storage": MemoryStorage(), "llm": LLMResource(), "embeddings": EmbeddingsResource()}
 
 
 defs = dg.Definitions(

@@ -48,7 +48,7 @@ def eval_group() -> None:
     """LongMemEval / LoCoMo evaluation: retrieval metrics against flat baselines, and QA with an LLM."""
 
 
-def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder):
+def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embedding_cache=True):
     from evals.harness import run_retrieval
     from evals.methods import make_retrievers, parse_methods
 
@@ -60,7 +60,9 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder):
 
         return pipeline_corpus_builder(home, benchmark, str(data))
 
-    retrievers = make_retrievers(names, benchmark, embedder, corpus_builder=builder)
+    retrievers = make_retrievers(
+        names, benchmark, embedder, corpus_builder=builder, embedding_cache=home if embedding_cache else None
+    )
     return run_retrieval(
         benchmark, data, haystacks, retrievers, out_dir, log=lambda m: click.echo(m, err=True)
     )
@@ -81,8 +83,16 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder):
     type=EMBEDDER_CHOICE,
     help="dense baseline embedder (hashing: tests only)",
 )
+@click.option(
+    "--embedding-cache/--no-embedding-cache",
+    default=True,
+    show_default=True,
+    help="keep dense turn vectors in the memory home's shared embedding cache (off: every run embeds afresh)",
+)
 @click.pass_context
-def eval_retrieval(ctx, benchmark, data, out_dir, limit, question_ids, methods, embedder) -> None:
+def eval_retrieval(
+    ctx, benchmark, data, out_dir, limit, question_ids, methods, embedder, embedding_cache
+) -> None:
     """Rank each question's haystack with each method; write retrievals.jsonl, report.json, report.md to OUT.
 
     LongMemEval: one corpus per question (its haystack), asked at its question_date. LoCoMo: one corpus per
@@ -91,7 +101,7 @@ def eval_retrieval(ctx, benchmark, data, out_dir, limit, question_ids, methods, 
     from evals.metrics import LEVELS
 
     haystacks = _load(benchmark, data, limit, question_ids)
-    run = _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder)
+    run = _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embedding_cache)
     for method, entry in run.report["methods"].items():
         parts = []
         for level in LEVELS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import click
 
@@ -31,13 +32,25 @@ class _Cli(click.Group):
 
 
 @click.group(cls=_Cli)
-@click.option("--home", envvar="MEMORY_OS_HOME", type=click.Path(file_okay=False), help="memory home (default ~/.memory_os)")
-@click.option("--database-url", envvar="MEMORY_OS_DATABASE_URL", help="SQLAlchemy URL template with {corpus} and {store}")
+@click.option(
+    "--home",
+    envvar="MEMORY_OS_HOME",
+    type=click.Path(file_okay=False),
+    help="memory home (default ~/.memory_os)",
+)
+@click.option(
+    "--database-url",
+    envvar="MEMORY_OS_DATABASE_URL",
+    help="SQLAlchemy URL template with {corpus} and {store}",
+)
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, database_url: str | None) -> None:
     """Memory OS: a revisable, provable memory built from chat histories."""
     ctx.ensure_object(dict)
     ctx.obj["home"] = MemoryHome.resolve(home, database_url)
+    # Dagster marks some APIs this project relies on (partitioned asset checks) as preview: say it once in the
+    # README, not on every command
+    warnings.filterwarnings("ignore", message=r".*is currently in (preview|beta).*")
 
 
 # ------------------------------------------------------------------------------------------------ corpus
@@ -49,10 +62,17 @@ def corpus() -> None:
 @corpus.command("add")
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "source_format", type=click.Choice(["chatgpt", "longmemeval", "locomo", "jsonl"]), help="input format (detected when omitted)")
+@click.option(
+    "--format",
+    "source_format",
+    type=click.Choice(["chatgpt", "longmemeval", "locomo", "jsonl"]),
+    help="input format (detected when omitted)",
+)
 @click.option("--question-id", help="LongMemEval: build this question's haystack only")
 @click.option("--sample-id", help="LoCoMo: build this sample only")
-@click.option("--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval")
+@click.option(
+    "--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval"
+)
 @click.pass_context
 def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) -> None:
     """Register PATH as corpus NAME and add its partition."""
@@ -66,7 +86,9 @@ def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) ->
     from memory_assets.partitions import corpus_partitions
 
     existing = set(instance.get_dynamic_partitions(corpus_partitions.name))
-    instance.add_dynamic_partitions(corpus_partitions.name, [s.name for s in sources if s.name not in existing])
+    instance.add_dynamic_partitions(
+        corpus_partitions.name, [s.name for s in sources if s.name not in existing]
+    )
     for s in sources:
         suffix = f" (record {s.record_id})" if s.record_id else ""
         click.echo(f"registered {s.name}: {s.source_format} {s.path}{suffix}")
@@ -118,7 +140,9 @@ def corpus_remove(ctx, name, delete_data) -> None:
 @click.pass_context
 def materialize(ctx, name, selection, quiet) -> None:
     """Build corpus NAME in this process against the instance in DAGSTER_HOME."""
-    result = _materialize(_home(ctx), name, [s.strip() for s in selection.split(",")] if selection else None, quiet)
+    result = _materialize(
+        _home(ctx), name, [s.strip() for s in selection.split(",")] if selection else None, quiet
+    )
     sys.exit(0 if result else 1)
 
 
@@ -142,7 +166,9 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
     if result.success:
         click.echo(f"done in {took:.1f}s (run {result.run_id})", err=True)
     else:
-        click.echo(f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True)
+        click.echo(
+            f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True
+        )
     return result.success
 
 
@@ -161,11 +187,39 @@ def stats(ctx, name, as_json) -> None:
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
         return
-    click.echo(f"corpus {name}: {result['conversations']} conversations, {result['messages']} messages, {result['dead_letters']} dead letters")
+    click.echo(
+        f"corpus {name}: {result['conversations']} conversations, {result['messages']} messages, {result['dead_letters']} dead letters"
+    )
     for store_name, tables in result["tables"].items():
         click.echo(f"  {store_name}: " + ", ".join(f"{t}={n}" for t, n in tables.items() if n))
     for r in result["dead_letter_reasons"]:
         click.echo(f"  dead letters {r['reason_code']}: {r['count']} (e.g. {r['example']})")
+
+
+# ------------------------------------------------------------------------------------------------ reactions
+@cli.group()
+def reactions() -> None:
+    """The reflective store (user reactions): retention and purge."""
+
+
+@reactions.command("purge")
+@click.argument("name")
+@click.option("--expired-only", is_flag=True, help="only reactions past their retention (expires_at)")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@click.pass_context
+def reactions_purge(ctx, name, expired_only, yes) -> None:
+    """Delete corpus NAME's user reactions (all of them, or only the expired ones)."""
+    from memory_core.corpora import registered_source
+    from memory_core.extraction.reflective import purge_expired_reactions, purge_reactions, reaction_count
+
+    home = _home(ctx)
+    registered_source(home, name)
+    store = home.corpus(name)
+    if not expired_only and not yes:
+        click.confirm(f"delete all {reaction_count(store)} reactions of {name}?", abort=True)
+    with store.write_lock(timeout_s=30):
+        removed = purge_expired_reactions(store) if expired_only else purge_reactions(store)
+    click.echo(f"purged {removed} reactions of {name}; {reaction_count(store)} left")
 
 
 @cli.command()
@@ -179,7 +233,9 @@ def ui(ctx, port) -> None:
 
     ensure_dagster_home(_home(ctx))
     workspace = _PROJECT_ROOT / "workspace.yaml"
-    sys.exit(subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT)))
+    sys.exit(
+        subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT))
+    )
 
 
 @cli.command()
@@ -199,7 +255,9 @@ def demo(ctx, name) -> None:
     from memory_core.store.stats import corpus_stats
 
     s = corpus_stats(home.corpus(name))
-    click.echo(f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters")
+    click.echo(
+        f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
+    )
 
 
 cli.add_command(eval_group)

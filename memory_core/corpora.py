@@ -60,11 +60,17 @@ def plan_corpora(
 
 def register(home: MemoryHome, sources: list[CorpusSource]) -> None:
     for src in sources:
-        home.register(src.name, src.source_format, src.path, {"record_id": src.record_id} if src.record_id else {})
+        home.register(
+            src.name, src.source_format, src.path, {"record_id": src.record_id} if src.record_id else {}
+        )
 
 
 def registered_source(home: MemoryHome, name: str) -> CorpusSource:
     row = home.registration(name)
     if row is None:
-        raise CorpusNotFoundError(f"corpus {name!r} is not registered under {home.root}; run `memory-os corpus add` first")
-    return CorpusSource(row["name"], row["source_format"], row["path"], (row["options"] or {}).get("record_id"))
+        raise CorpusNotFoundError(
+            f"corpus {name!r} is not registered under {home.root}; run `memory-os corpus add` first"
+        )
+    return CorpusSource(
+        row["name"], row["source_format"], row["path"], (row["options"] or {}).get("record_id")
+    )

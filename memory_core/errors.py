@@ -15,3 +15,7 @@ class CorpusNotFoundError(MemoryOSError):
 
 class CorpusLockedError(MemoryOSError):
     """Another run is writing the corpus (one writer per corpus)."""
+
+
+class SchemaMismatchError(MemoryOSError):
+    """A store was created by an older version and cannot be brought up to the current contract in place."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 
 # Fixed namespace of Memory OS ids (uuid5 of the project URL namespace); never change it.
@@ -16,8 +17,13 @@ def stable_uuid(*parts: object) -> str:
     return str(uuid.uuid5(MEMORY_OS_NAMESPACE, _SEP.join(str(p) for p in parts)))
 
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def as_uuid(value: str) -> str | None:
     """The canonical form of `value` when it is a UUID, else None."""
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        return value  # already canonical: the common case, no parse
     try:
         return str(uuid.UUID(str(value)))
     except (ValueError, AttributeError, TypeError):
@@ -30,4 +36,6 @@ def sha256_text(text: str) -> str:
 
 def sha256_json(value: object) -> str:
     """Hash of a JSON-able value in canonical form (sorted keys, no whitespace)."""
-    return sha256_text(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False))
+    return sha256_text(
+        json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    )

@@ -115,7 +115,9 @@ def cut_conversation(msgs: list[MessageRow], token_cap: int = DEFAULT_TOKEN_CAP)
                 current.text += joiner + prefix + msg.text[start:end] + suffix
                 if msg.message_id not in current.message_ids:
                     current.message_ids.append(msg.message_id)
-                current.message_spans.append({"message_id": msg.message_id, "start": start, "end": end, "offset": offset})
+                current.message_spans.append(
+                    {"message_id": msg.message_id, "start": start, "end": end, "offset": offset}
+                )
         if current is not None:
             drafts.append(current)
     return drafts
@@ -164,7 +166,10 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
     """Cut every conversation whose content changed since the last run; skip the rest."""
     report = SegmentReport()
     with store.source.connect() as src, store.staging.connect() as stg:
-        done = {r.conversation_id: r.conversation_sha256 for r in stg.execute(select(stage_progress).where(stage_progress.c.stage == STAGE))}
+        done = {
+            r.conversation_id: r.conversation_sha256
+            for r in stg.execute(select(stage_progress).where(stage_progress.c.stage == STAGE))
+        }
         todo = []
         for row in src.execute(select(conversations.c.conversation_id, conversations.c.source_sha256)):
             report.conversations_total += 1
@@ -194,7 +199,9 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
                 attrs = r.attributes or {}
                 if attrs.get("removed_from_source"):
                     continue
-                by_conv[r.conversation_id].append(MessageRow(r.message_id, r.parent_id, r.role, r.author, r.text, r.created_at, attrs))
+                by_conv[r.conversation_id].append(
+                    MessageRow(r.message_id, r.parent_id, r.role, r.author, r.text, r.created_at, attrs)
+                )
         now = utcnow()
         with store.staging.begin() as stg:
             for conv_id, conv_sha in chunk:
@@ -204,7 +211,9 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
                 current = {
                     r.segment_id
                     for r in stg.execute(
-                        select(segments.c.segment_id).where(segments.c.conversation_id == conv_id, segments.c.superseded_at.is_(None))
+                        select(segments.c.segment_id).where(
+                            segments.c.conversation_id == conv_id, segments.c.superseded_at.is_(None)
+                        )
                     )
                 }
                 new_ids = {r["segment_id"] for r in rows}
@@ -213,11 +222,17 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
                     # a segment retired earlier and produced again comes back to life
                     revived = {
                         r.segment_id
-                        for r in stg.execute(select(segments.c.segment_id).where(segments.c.segment_id.in_([r["segment_id"] for r in fresh])))
+                        for r in stg.execute(
+                            select(segments.c.segment_id).where(
+                                segments.c.segment_id.in_([r["segment_id"] for r in fresh])
+                            )
+                        )
                     }
                     for r in fresh:
                         if r["segment_id"] in revived:
-                            stg.execute(update(segments).where(segments.c.segment_id == r["segment_id"]).values(**r))
+                            stg.execute(
+                                update(segments).where(segments.c.segment_id == r["segment_id"]).values(**r)
+                            )
                     inserts = [r for r in fresh if r["segment_id"] not in revived]
                     if inserts:
                         stg.execute(insert(segments), inserts)
@@ -230,18 +245,37 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
                         )
                 retired = current - new_ids
                 if retired:
-                    stg.execute(update(segments).where(segments.c.segment_id.in_(list(retired))).values(superseded_at=now))
+                    stg.execute(
+                        update(segments)
+                        .where(segments.c.segment_id.in_(list(retired)))
+                        .values(superseded_at=now)
+                    )
                 report.segments_new += len(fresh)
                 report.segments_kept += len(rows) - len(fresh)
                 report.segments_superseded += len(retired)
-                stg.execute(stage_progress.delete().where(stage_progress.c.stage == STAGE, stage_progress.c.conversation_id == conv_id))
+                stg.execute(
+                    stage_progress.delete().where(
+                        stage_progress.c.stage == STAGE, stage_progress.c.conversation_id == conv_id
+                    )
+                )
                 stg.execute(
                     insert(stage_progress),
-                    [dict(stage=STAGE, conversation_id=conv_id, conversation_sha256=conv_sha, stats={"segments": len(rows)}, finished_at=now)],
+                    [
+                        dict(
+                            stage=STAGE,
+                            conversation_id=conv_id,
+                            conversation_sha256=conv_sha,
+                            stats={"segments": len(rows)},
+                            finished_at=now,
+                        )
+                    ],
                 )
         report.conversations_processed += len(chunk)
     with store.staging.connect() as stg:
-        tokens = [r.token_estimate for r in stg.execute(select(segments.c.token_estimate).where(segments.c.superseded_at.is_(None)))]
+        tokens = [
+            r.token_estimate
+            for r in stg.execute(select(segments.c.token_estimate).where(segments.c.superseded_at.is_(None)))
+        ]
     report.segments_current = len(tokens)
     report.mean_tokens = round(sum(tokens) / len(tokens), 1) if tokens else 0.0
     report.max_tokens = max(tokens, default=0)
@@ -259,7 +293,9 @@ def verify_segments(store: CorpusStore) -> dict:
     covered: set[str] = set()
     bad = count = 0
     with store.staging.connect() as stg:
-        for seg in stg.execute(select(segments.c.text, segments.c.message_spans).where(segments.c.superseded_at.is_(None))):
+        for seg in stg.execute(
+            select(segments.c.text, segments.c.message_spans).where(segments.c.superseded_at.is_(None))
+        ):
             count += 1
             for span in seg.message_spans:
                 covered.add(span["message_id"])

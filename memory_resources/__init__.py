@@ -3,6 +3,8 @@ vector index). Each builds the provider object of `memory_core` that the domain 
 reads the environment at import time.
 """
 
+from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
-__all__ = ["MemoryStorage"]
+__all__ = ["EmbeddingsResource", "LLMResource", "MemoryStorage"]

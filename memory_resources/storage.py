@@ -15,9 +15,12 @@ class MemoryStorage(ConfigurableResource):
     optional SQLAlchemy URL template with `{corpus}` and `{store}` placeholders for Postgres.
     """
 
-    home: str | None = Field(default=None, description="Memory home folder (default: $MEMORY_OS_HOME or ~/.memory_os)")
+    home: str | None = Field(
+        default=None, description="Memory home folder (default: $MEMORY_OS_HOME or ~/.memory_os)"
+    )
     database_url: str | None = Field(
-        default=None, description="SQLAlchemy URL template with {corpus} and {store}; default SQLite files under home"
+        default=None,
+        description="SQLAlchemy URL template with {corpus} and {store}; default SQLite files under home",
     )
 
     def memory_home(self) -> MemoryHome:

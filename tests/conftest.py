@@ -49,3 +49,13 @@ def needs_shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not present")
     return path
+
+
+@pytest.fixture
+def chat_server():
+    """A local OpenAI-compatible chat-completions server (see tests/chat_server.py)."""
+    from tests.chat_server import ChatServer
+
+    server = ChatServer().start()
+    yield server
+    server.stop()

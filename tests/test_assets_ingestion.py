@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import select
 
-from memory_assets.definitions import defs
+from memory_assets.definitions import default_resources, defs
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
@@ -23,12 +23,15 @@ def _materialize(instance, home, name):
         selection=INGESTION,
         instance=instance,
         partition_key=name,
-        resources={"storage": MemoryStorage(home=str(home.root))},
+        # every stage's resources must be bound even when only ingestion is selected (they build lazily)
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root))},
     )
 
 
 def test_materialize_partition_with_checks(home, instance, tmp_path):
-    path = write_json(tmp_path / "export.json", [chatgpt_conversation("c1"), chatgpt_conversation("c2", "Second")])
+    path = write_json(
+        tmp_path / "export.json", [chatgpt_conversation("c1"), chatgpt_conversation("c2", "Second")]
+    )
     register(home, plan_corpora("trips", path))
     instance.add_dynamic_partitions(corpus_partitions.name, ["trips"])
     result = _materialize(instance, home, "trips")
@@ -51,7 +54,9 @@ def test_materialize_partition_with_checks(home, instance, tmp_path):
     assert seg_meta["conversations_skipped"].value == 2 and seg_meta["segments_new"].value == 0
     assert again.asset_materializations_for_node("messages")[0].metadata["inserted"].value == 0
     with home.corpus("trips").staging.connect() as conn:
-        assert [dict(r) for r in conn.execute(select(segments).order_by(segments.c.segment_id)).mappings()] == first
+        assert [
+            dict(r) for r in conn.execute(select(segments).order_by(segments.c.segment_id)).mappings()
+        ] == first
 
 
 def test_inbox_sensor_registers_dropped_files(home, instance, tmp_path):
@@ -59,12 +64,16 @@ def test_inbox_sensor_registers_dropped_files(home, instance, tmp_path):
     inbox.mkdir(parents=True)
     write_json(inbox / "friends chat.json", [locomo_sample("conv-a")])
     (inbox / "broken.json").write_text("[{", encoding="utf-8")
-    with dg.build_sensor_context(instance=instance, resources={"storage": MemoryStorage(home=str(home.root))}) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, resources={"storage": MemoryStorage(home=str(home.root))}
+    ) as ctx:
         result = inbox_sensor(ctx)
     assert isinstance(result, dg.SensorResult)
     assert [r.partition_key for r in result.run_requests] == ["friends_chat"]
     assert result.dynamic_partitions_requests[0].partition_keys == ["friends_chat"]
     assert home.registration("friends_chat")["source_format"] == "locomo"
     assert home.registration("broken") is None
-    with dg.build_sensor_context(instance=instance, cursor=result.cursor, resources={"storage": MemoryStorage(home=str(home.root))}) as ctx:
+    with dg.build_sensor_context(
+        instance=instance, cursor=result.cursor, resources={"storage": MemoryStorage(home=str(home.root))}
+    ) as ctx:
         assert isinstance(inbox_sensor(ctx), dg.SkipReason)

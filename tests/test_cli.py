@@ -25,7 +25,9 @@ def test_corpus_add_materialize_stats(home, tmp_path):
     built = run(home, "materialize", "lme__q2", "--select", "messages,segments")
     assert built.exit_code == 0, built.output
     stats = json.loads(run(home, "stats", "lme__q2", "--json").output)
-    assert stats["messages"] == 4 and stats["null_timestamps"] == 0 and stats["messages_without_source_ref"] == 0
+    assert (
+        stats["messages"] == 4 and stats["null_timestamps"] == 0 and stats["messages_without_source_ref"] == 0
+    )
     assert stats["tables"]["staging"]["segments"] == 2
 
 

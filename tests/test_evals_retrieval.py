@@ -105,6 +105,9 @@ def test_longmemeval_baselines_contract_and_independent_scorer(home, tmp_path):
     assert (
         report["method_config"]["dense_user"]["turn_vectors_memo"]["hits"] == 12
     )  # the user turns, embedded once
+    # the shared persistent cache: 3 haystacks with the same 8 turns, computed once
+    cache = report["method_config"]["dense"]["embedding_cache"]
+    assert (cache["requested"], cache["cache_hits"], cache["computed"]) == (24, 16, 8)
     assert "| overall | bm25 | 1 |" in (out / "report.md").read_text()
     assert_agrees(report, independent_scores("longmemeval", data, out / "retrievals.jsonl"))
 

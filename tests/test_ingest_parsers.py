@@ -38,9 +38,16 @@ def test_chatgpt_multipart_code_and_missing_times(home, tmp_path):
     conv = chatgpt_conversation(branch=False)
     conv["mapping"]["u1"]["message"]["content"] = {
         "content_type": "multimodal_text",
-        "parts": [{"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"}, "What is in this photo?"],
+        "parts": [
+            {"content_type": "image_asset_pointer", "asset_pointer": "file-service://x"},
+            "What is in this photo?",
+        ],
     }
-    conv["mapping"]["a1"]["message"]["content"] = {"content_type": "code", "language": "python", "text": "print(1)"}
+    conv["mapping"]["a1"]["message"]["content"] = {
+        "content_type": "code",
+        "language": "python",
+        "text": "print(1)",
+    }
     conv["mapping"]["a2"]["message"]["create_time"] = None
     store = home.corpus("c")
     ingest_file(store, write_json(tmp_path / "c.json", [conv]), "chatgpt")
@@ -77,7 +84,11 @@ def test_locomo_dia_ids_speakers_and_captions(home, tmp_path):
     assert report.stored == 3
     msgs = rows(store, messages, messages.c.created_at)
     assert [m["source_ref"] for m in msgs] == ["D1:1", "D1:2", "D2:1"]
-    assert [(m["role"], m["author"]) for m in msgs] == [("user", "Ann"), ("assistant", "Bob"), ("assistant", "Bob")]
+    assert [(m["role"], m["author"]) for m in msgs] == [
+        ("user", "Ann"),
+        ("assistant", "Bob"),
+        ("assistant", "Bob"),
+    ]
     assert msgs[1]["attributes"]["image_caption"] == "a photo of a cat on a sofa"
     assert str(msgs[0]["created_at"]) == "2023-05-08 13:56:00"
     convs = rows(store, conversations, conversations.c.created_at)
@@ -176,21 +187,29 @@ def test_bad_records_are_dead_lettered_with_reasons(home, tmp_path):
     }
     assert report.records_in == report.stored + report.dead_lettered
     by_ref = {r["source_ref"]: r for r in rows(store, messages, messages.c.position)}
-    assert by_ref["orphan"]["parent_id"] is None and by_ref["orphan"]["attributes"]["missing_parent"] == "ghost"
+    assert (
+        by_ref["orphan"]["parent_id"] is None and by_ref["orphan"]["attributes"]["missing_parent"] == "ghost"
+    )
     letters = rows(store, dead_letters, dead_letters.c.dead_letter_id)
     assert all(dl["reason"] and dl["payload_excerpt"] is not None for dl in letters)
     assert max(len(dl["payload_excerpt"]) for dl in letters) < 1000  # excerpts, not payloads
 
 
 def test_invalid_utf8_is_a_record_problem_not_a_file_problem(home, tmp_path):
-    good = json.dumps({"id": "ok", "conversation_id": "c", "role": "user", "text": "fine", "created_at": 1}).encode()
+    good = json.dumps(
+        {"id": "ok", "conversation_id": "c", "role": "user", "text": "fine", "created_at": 1}
+    ).encode()
     bad = b'{"id": "bad", "conversation_id": "c", "role": "user", "text": "caf\xe9", "created_at": 2}'
     path = tmp_path / "u.jsonl"
     path.write_bytes(good + b"\n" + bad + b"\n")
     report = ingest_file(home.corpus("u"), path, "jsonl")
     assert report.stored == 1 and report.dead_letter_reasons == {"invalid_utf8": 1}
     # the same inside a JSON document
-    conv = json.dumps([chatgpt_conversation(branch=False)]).encode().replace(b"Kyoto in April", b"Kyoto \xff April")
+    conv = (
+        json.dumps([chatgpt_conversation(branch=False)])
+        .encode()
+        .replace(b"Kyoto in April", b"Kyoto \xff April")
+    )
     path2 = tmp_path / "u.json"
     path2.write_bytes(conv)
     report2 = ingest_file(home.corpus("u2"), path2, "chatgpt")
@@ -208,7 +227,13 @@ def test_jsonl_duplicates_unknown_roles_and_untimed_conversations(home, tmp_path
         {"id": "m10", "conversation_id": "c1", "role": "user", "text": "late, no time"},
     ]
     report = ingest_file(home.corpus("j"), write_jsonl(tmp_path / "j.jsonl", lines), "jsonl")
-    assert report.dead_letter_reasons == {"duplicate_id": 1, "unknown_role": 1, "no_timestamp": 1, "malformed_json": 1, "bad_shape": 1}
+    assert report.dead_letter_reasons == {
+        "duplicate_id": 1,
+        "unknown_role": 1,
+        "no_timestamp": 1,
+        "malformed_json": 1,
+        "bad_shape": 1,
+    }
     assert report.stored == 4  # m1 m2 m3 m10 (m10's time derived from m2)
     assert report.records_in == report.stored + report.dead_lettered
 
@@ -218,3 +243,29 @@ def test_unknown_format_and_missing_file(home, tmp_path):
         ingest_file(home.corpus("x"), tmp_path, "csv")
     with pytest.raises(InputError, match="no such file"):
         ingest_file(home.corpus("x"), tmp_path / "nope.json", "chatgpt")
+
+
+def test_store_from_an_older_schema_is_upgraded_or_refused(home, tmp_path):
+    from sqlalchemy import create_engine
+
+    from memory_core.errors import SchemaMismatchError
+
+    store = home.corpus("old")
+    store.dir.mkdir(parents=True)
+    legacy = create_engine(f"sqlite:///{store.dir / 'staging.db'}")
+    with legacy.begin() as conn:  # an older topics table: lacks the nullable domain_id and the required label
+        conn.exec_driver_sql("CREATE TABLE topics (topic_id VARCHAR(64) PRIMARY KEY, profile TEXT NOT NULL)")
+    legacy.dispose()
+    with pytest.raises(SchemaMismatchError, match="topics .* lacks label"):
+        store.engine("staging")
+    with legacy.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE topics")
+        conn.exec_driver_sql(
+            "CREATE TABLE topics AS SELECT 'x' AS topic_id, 'l' AS label, 'p' AS profile, "
+            "'[]' AS keywords, '[]' AS centroid, 1 AS size, '2024-01-01' AS recorded_at"
+        )
+    legacy.dispose()
+    fresh = home.corpus("old")
+    with fresh.staging.connect() as conn:
+        cols = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(topics)")}
+    assert {"domain_id", "silhouette", "label_centroid_distance"} <= cols

@@ -15,6 +15,7 @@ from evals.retrievers.base import (
     filter_turns,
     rank_by_scores,
 )
+from memory_core.embeddings import CachedEmbedder
 from memory_core.embeddings.base import Embedder
 
 
@@ -34,13 +35,15 @@ class _DenseCorpus(BuiltCorpus):
 class DenseRetriever(Retriever):
     """`user_turns_only`: rank only the user turns (LongMemEval's documents) instead of both roles.
 
-    `documents` embeds the turns (default: `embedder`); a run passes one `MemoEmbedder` to both variants so
-    the turns are embedded once. Questions always go through `embedder`, so query latency is never a memo hit.
+    `documents` embeds the turns (default: `embedder`); a run passes one `MemoEmbedder` over the shared
+    persistent cache to both variants, so turns are embedded once. Questions go through `embedder` itself,
+    so query latency always includes the model.
     """
 
     def __init__(self, embedder: Embedder, user_turns_only: bool = False, documents: Embedder | None = None):
         self.embedder = embedder
         self.documents = documents or embedder
+        self._warm = False
         self.user_turns_only = user_turns_only
         self.name = "dense_user" if user_turns_only else "dense"
 
@@ -50,16 +53,19 @@ class DenseRetriever(Retriever):
             "embedder": self.embedder.model_name,
             "search": "exact cosine",
         }
-        hits = getattr(self.documents, "hits", None)
-        if hits is not None:
-            info["turn_vectors_memo"] = {"hits": hits, "misses": self.documents.misses}
+        documents = self.documents
+        if isinstance(documents, MemoEmbedder):
+            info["turn_vectors_memo"] = {"hits": documents.hits, "misses": documents.misses}
+            documents = documents.inner
+        if isinstance(documents, CachedEmbedder):
+            info["embedding_cache"] = documents.stats.as_metadata("")
         return info
 
     def build(self, haystack: Haystack, timer: StageTimer) -> BuiltCorpus:
-        load = getattr(self.embedder, "load", None)
-        if load:
-            with timer.stage("model_load"):  # once per run; near zero afterwards
-                load()
+        if not self._warm:
+            with timer.stage("model_load"):  # the first build of a run loads the model
+                self.embedder.embed(["warm up"])
+            self._warm = True
         turns = filter_turns(haystack, self.user_turns_only)
         documents = (
             self.documents.for_haystack(haystack.haystack_id)

@@ -14,7 +14,9 @@ from memory_resources.storage import MemoryStorage
 
 
 class MessagesConfig(dg.Config):
-    max_message_chars: int = Field(default=DEFAULT_MAX_MESSAGE_CHARS, description="longer messages are dead-lettered")
+    max_message_chars: int = Field(
+        default=DEFAULT_MAX_MESSAGE_CHARS, description="longer messages are dead-lettered"
+    )
 
 
 @dg.asset(
@@ -23,11 +25,15 @@ class MessagesConfig(dg.Config):
     kinds={"sqlite"},
     description="Parse the corpus's input file into conversations and messages (source of truth); bad records are dead-lettered.",
 )
-def messages(context: dg.AssetExecutionContext, config: MessagesConfig, storage: MemoryStorage) -> dg.MaterializeResult:
+def messages(
+    context: dg.AssetExecutionContext, config: MessagesConfig, storage: MemoryStorage
+) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
     source = registered_source(storage.memory_home(), store.name)
     with store.write_lock():
-        report = ingest_file(store, source.path, source.source_format, source.record_id, config.max_message_chars)
+        report = ingest_file(
+            store, source.path, source.source_format, source.record_id, config.max_message_chars
+        )
     stats = corpus_stats(store)
     context.log.info(
         f"{store.name}: {report.records_in} records in, {report.stored} stored "
@@ -43,11 +49,15 @@ def messages(context: dg.AssetExecutionContext, config: MessagesConfig, storage:
             "updated": report.updated,
             "unchanged": report.unchanged,
             "dead_lettered": report.dead_lettered,
-            "dead_letter_reasons": md_table([{"reason": k, "count": v} for k, v in sorted(report.dead_letter_reasons.items())]),
+            "dead_letter_reasons": md_table(
+                [{"reason": k, "count": v} for k, v in sorted(report.dead_letter_reasons.items())]
+            ),
             "conversations_new": report.conversations_new,
             "conversations_changed": report.conversations_changed,
             "conversations_unchanged": report.conversations_unchanged,
-            "derived_timestamp_share": round(report.derived_times / report.stored, 4) if report.stored else 0.0,
+            "derived_timestamp_share": round(report.derived_times / report.stored, 4)
+            if report.stored
+            else 0.0,
             "messages_total": stats["messages"],
             "conversations_total": stats["conversations"],
             "dead_letters_total": stats["dead_letters"],
@@ -68,7 +78,9 @@ class SegmentsConfig(dg.Config):
     kinds={"sqlite"},
     description="Cut conversations into rounds (user turn + replies) under a token cap, with message ids and offsets.",
 )
-def segments(context: dg.AssetExecutionContext, config: SegmentsConfig, storage: MemoryStorage) -> dg.MaterializeResult:
+def segments(
+    context: dg.AssetExecutionContext, config: SegmentsConfig, storage: MemoryStorage
+) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
     with store.write_lock():
         report = build_segments(store, token_cap=config.token_cap)

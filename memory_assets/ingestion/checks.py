@@ -13,7 +13,9 @@ from memory_core.store.schema import ingest_files, messages
 from memory_resources.storage import MemoryStorage
 
 
-@dg.asset_check(asset=messages_asset, partitions_def=corpus_partitions, blocking=True, description="0% NULL timestamps")
+@dg.asset_check(
+    asset=messages_asset, partitions_def=corpus_partitions, blocking=True, description="0% NULL timestamps"
+)
 def no_null_timestamps(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
     with corpus_store(context, storage).source.connect() as conn:
         nulls = conn.execute(select(func.count()).where(messages.c.created_at.is_(None))).scalar_one()
@@ -21,8 +23,15 @@ def no_null_timestamps(context: dg.AssetCheckExecutionContext, storage: MemorySt
     return check(nulls == 0, null_timestamps=nulls, messages=total)
 
 
-@dg.asset_check(asset=messages_asset, partitions_def=corpus_partitions, blocking=True, description="every parent_id names a stored message")
-def no_dangling_parents(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=messages_asset,
+    partitions_def=corpus_partitions,
+    blocking=True,
+    description="every parent_id names a stored message",
+)
+def no_dangling_parents(
+    context: dg.AssetCheckExecutionContext, storage: MemoryStorage
+) -> dg.AssetCheckResult:
     parent = aliased(messages)
     with corpus_store(context, storage).source.connect() as conn:
         dangling = conn.execute(
@@ -33,10 +42,19 @@ def no_dangling_parents(context: dg.AssetCheckExecutionContext, storage: MemoryS
     return check(dangling == 0, dangling_parent_ids=dangling)
 
 
-@dg.asset_check(asset=messages_asset, partitions_def=corpus_partitions, blocking=True, description="records in = stored + dead-lettered (last ingested file)")
+@dg.asset_check(
+    asset=messages_asset,
+    partitions_def=corpus_partitions,
+    blocking=True,
+    description="records in = stored + dead-lettered (last ingested file)",
+)
 def input_accounting(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
     with corpus_store(context, storage).source.connect() as conn:
-        last = conn.execute(select(ingest_files).order_by(ingest_files.c.file_id.desc()).limit(1)).mappings().first()
+        last = (
+            conn.execute(select(ingest_files).order_by(ingest_files.c.file_id.desc()).limit(1))
+            .mappings()
+            .first()
+        )
     if last is None:
         return check(False, problem="no file ingested yet")
     return check(
@@ -47,8 +65,15 @@ def input_accounting(context: dg.AssetCheckExecutionContext, storage: MemoryStor
     )
 
 
-@dg.asset_check(asset=segments_asset, partitions_def=corpus_partitions, blocking=True, description="every message is in a segment and every segment span maps back to its message text")
-def segments_trace_to_messages(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=segments_asset,
+    partitions_def=corpus_partitions,
+    blocking=True,
+    description="every message is in a segment and every segment span maps back to its message text",
+)
+def segments_trace_to_messages(
+    context: dg.AssetCheckExecutionContext, storage: MemoryStorage
+) -> dg.AssetCheckResult:
     result = verify_segments(corpus_store(context, storage))
     return check(
         result["uncovered_messages"] == 0 and result["bad_spans"] == 0,

@@ -24,7 +24,9 @@ def corpus_name_for(filename: str) -> str:
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Registers files dropped into <memory home>/inbox as corpora and builds them.",
 )
-def inbox_sensor(context: dg.SensorEvaluationContext, storage: MemoryStorage) -> dg.SensorResult | dg.SkipReason:
+def inbox_sensor(
+    context: dg.SensorEvaluationContext, storage: MemoryStorage
+) -> dg.SensorResult | dg.SkipReason:
     home = storage.memory_home()
     inbox = home.root / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
@@ -47,7 +49,9 @@ def inbox_sensor(context: dg.SensorEvaluationContext, storage: MemoryStorage) ->
         return dg.SkipReason("no new files in the inbox")
     existing = set(context.instance.get_dynamic_partitions(corpus_partitions.name))
     return dg.SensorResult(
-        dynamic_partitions_requests=[corpus_partitions.build_add_request(sorted({n for n, _ in new_names} - existing))],
+        dynamic_partitions_requests=[
+            corpus_partitions.build_add_request(sorted({n for n, _ in new_names} - existing))
+        ],
         run_requests=[dg.RunRequest(partition_key=n, run_key=f"{n}:{fp}") for n, fp in new_names],
         cursor=json.dumps(seen),
     )

@@ -1,6 +1,22 @@
-"""Embedding capability: one abstract base, one module per provider."""
+"""Embedding capability: one abstract base, one module per provider, a shared persistent cache.
 
-from memory_core.embeddings.base import Embedder
+Providers (heavy SDKs imported lazily): `HashingEmbedder` (tests), `SentenceTransformerEmbedder`
+(local all-MiniLM-L6-v2, the default), `OpenAIEmbedder` (any OpenAI-compatible `/embeddings`).
+Wrap any of them in `CachedEmbedder(embedder, EmbeddingCache.for_home(home))`.
+"""
+
+from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.cache import CachedEmbedder, EmbeddingCache
 from memory_core.embeddings.hashing import HashingEmbedder
+from memory_core.embeddings.openai_embeddings import OpenAIEmbedder
+from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
-__all__ = ["Embedder", "HashingEmbedder"]
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingCache",
+    "HashingEmbedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "l2_normalise",
+]

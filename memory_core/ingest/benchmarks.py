@@ -51,7 +51,13 @@ def parse_locomo_date(text: object) -> datetime | None:
     if not isinstance(text, str):
         return None
     cleaned = re.sub(r"\s+", " ", text.strip())
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y", "%d %B, %Y", "%d %B %Y"):
+    for fmt in (
+        "%I:%M %p on %d %B, %Y",
+        "%I:%M %p on %d %b, %Y",
+        "%I:%M %p on %B %d, %Y",
+        "%d %B, %Y",
+        "%d %B %Y",
+    ):
         try:
             return datetime.strptime(cleaned, fmt)
         except ValueError:
@@ -64,13 +70,17 @@ def lme_question_ids(path: Path) -> list[str]:
     return [str(r.get("question_id")) for r in iter_json_array(path) if isinstance(r, dict)]
 
 
-def parse_longmemeval(path: Path, max_chars: int, record_id: str | None = None) -> Iterator[ParsedConversation | DeadLetter]:
+def parse_longmemeval(
+    path: Path, max_chars: int, record_id: str | None = None
+) -> Iterator[ParsedConversation | DeadLetter]:
     """The sessions of one question (`record_id`; the first question when None)."""
     found = False
     for index, rec in enumerate(iter_json_array(path)):
         if not isinstance(rec, dict):
             if record_id is None:
-                yield DeadLetter(f"question[{index}]", "bad_shape", "question record is not an object", excerpt(rec))
+                yield DeadLetter(
+                    f"question[{index}]", "bad_shape", "question record is not an object", excerpt(rec)
+                )
             continue
         qid = str(rec.get("question_id", f"question[{index}]"))
         if record_id is not None and qid != record_id:
@@ -85,7 +95,11 @@ def parse_longmemeval(path: Path, max_chars: int, record_id: str | None = None) 
 
 
 def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConversation | DeadLetter]:
-    sessions, ids, dates = rec.get("haystack_sessions"), rec.get("haystack_session_ids"), rec.get("haystack_dates")
+    sessions, ids, dates = (
+        rec.get("haystack_sessions"),
+        rec.get("haystack_session_ids"),
+        rec.get("haystack_dates"),
+    )
     if not isinstance(sessions, list):
         yield DeadLetter(qid, "bad_shape", "question without a 'haystack_sessions' list", excerpt(rec))
         return
@@ -97,7 +111,13 @@ def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConvers
         sid = str(ids[n]) if n < len(ids) and ids[n] is not None else f"session[{n}]"
         turns = session if isinstance(session, list) else []
         if sid in seen:
-            yield DeadLetter(sid, "duplicate_id", f"session id {sid!r} repeats in the haystack", excerpt(session), max(1, len(turns)))
+            yield DeadLetter(
+                sid,
+                "duplicate_id",
+                f"session id {sid!r} repeats in the haystack",
+                excerpt(session),
+                max(1, len(turns)),
+            )
             continue
         seen.add(sid)
         if not isinstance(session, list):
@@ -123,7 +143,9 @@ def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConvers
                 continue
             role = turn.get("role")
             if role not in ("user", "assistant", "system"):
-                conv.dead_letters.append(DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(turn)))
+                conv.dead_letters.append(
+                    DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(turn))
+                )
                 continue
             code, reason = check_text(turn.get("content"), max_chars)
             if code:
@@ -136,7 +158,14 @@ def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConvers
             prev_ref = ref
         if not fill_missing_times(conv.messages, conv.created_at):
             for msg in conv.messages:
-                conv.dead_letters.append(DeadLetter(msg.source_ref, "no_timestamp", "no session date and no earlier session to derive one from", excerpt(msg.text)))
+                conv.dead_letters.append(
+                    DeadLetter(
+                        msg.source_ref,
+                        "no_timestamp",
+                        "no session date and no earlier session to derive one from",
+                        excerpt(msg.text),
+                    )
+                )
             conv.messages = []
         yield conv
 
@@ -146,11 +175,17 @@ def locomo_sample_ids(path: Path) -> list[str]:
     return [str(r.get("sample_id")) for r in iter_json_array(path, allow_object=True) if isinstance(r, dict)]
 
 
-def parse_locomo(path: Path, max_chars: int, record_id: str | None = None) -> Iterator[ParsedConversation | DeadLetter]:
+def parse_locomo(
+    path: Path, max_chars: int, record_id: str | None = None
+) -> Iterator[ParsedConversation | DeadLetter]:
     """Every sample's sessions (or only the sample `record_id`)."""
     found = False
     for index, sample in enumerate(iter_json_array(path, allow_object=True)):
-        sid = str(sample.get("sample_id", f"sample[{index}]")) if isinstance(sample, dict) else f"sample[{index}]"
+        sid = (
+            str(sample.get("sample_id", f"sample[{index}]"))
+            if isinstance(sample, dict)
+            else f"sample[{index}]"
+        )
         if record_id is not None and sid != record_id:
             continue
         found = True
@@ -170,7 +205,9 @@ def _session_numbers(conv: dict) -> list[int]:
     return sorted(nums)
 
 
-def _locomo_sessions(sample: object, sample_id: str, max_chars: int) -> Iterator[ParsedConversation | DeadLetter]:
+def _locomo_sessions(
+    sample: object, sample_id: str, max_chars: int
+) -> Iterator[ParsedConversation | DeadLetter]:
     if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
         yield DeadLetter(sample_id, "bad_shape", "sample without a 'conversation' object", excerpt(sample))
         return
@@ -191,7 +228,12 @@ def _locomo_sessions(sample: object, sample_id: str, max_chars: int) -> Iterator
             title=f"{sample_id} session {n}",
             created_at=date or last_date,
             messages=[],
-            attributes={"sample_id": sample_id, "session": n, "date_text": date_text, "speakers": [speaker_a, speaker_b]},
+            attributes={
+                "sample_id": sample_id,
+                "session": n,
+                "date_text": date_text,
+                "speakers": [speaker_a, speaker_b],
+            },
         )
         if date is None:
             conv.attributes["session_date_missing"] = True
@@ -200,15 +242,21 @@ def _locomo_sessions(sample: object, sample_id: str, max_chars: int) -> Iterator
         for i, turn in enumerate(turns):
             conv.records_seen += 1
             if not isinstance(turn, dict):
-                conv.dead_letters.append(DeadLetter(f"{conv_ref}[{i}]", "bad_shape", "turn is not an object", excerpt(turn)))
+                conv.dead_letters.append(
+                    DeadLetter(f"{conv_ref}[{i}]", "bad_shape", "turn is not an object", excerpt(turn))
+                )
                 continue
             ref = str(turn.get("dia_id") or f"{conv_ref}[{i}]")
             if ref in seen_dia:
-                conv.dead_letters.append(DeadLetter(ref, "duplicate_id", f"dia_id {ref!r} repeats", excerpt(turn)))
+                conv.dead_letters.append(
+                    DeadLetter(ref, "duplicate_id", f"dia_id {ref!r} repeats", excerpt(turn))
+                )
                 continue
             speaker = turn.get("speaker")
             if not isinstance(speaker, str) or not speaker.strip():
-                conv.dead_letters.append(DeadLetter(ref, "unknown_role", "turn without a speaker", excerpt(turn)))
+                conv.dead_letters.append(
+                    DeadLetter(ref, "unknown_role", "turn without a speaker", excerpt(turn))
+                )
                 continue
             code, reason = check_text(turn.get("text"), max_chars)
             if code:
@@ -220,13 +268,24 @@ def _locomo_sessions(sample: object, sample_id: str, max_chars: int) -> Iterator
             if turn.get("blip_caption"):
                 attrs["image_caption"] = str(turn["blip_caption"])
             if turn.get("img_url"):
-                attrs["image_url"] = turn["img_url"] if isinstance(turn["img_url"], list) else [turn["img_url"]]
+                attrs["image_url"] = (
+                    turn["img_url"] if isinstance(turn["img_url"], list) else [turn["img_url"]]
+                )
             if turn.get("query"):
                 attrs["image_query"] = str(turn["query"])
-            conv.messages.append(ParsedMessage(ref, role, speaker, turn["text"], None, parent_ref=prev_ref, attributes=attrs))
+            conv.messages.append(
+                ParsedMessage(ref, role, speaker, turn["text"], None, parent_ref=prev_ref, attributes=attrs)
+            )
             prev_ref = ref
         if not fill_missing_times(conv.messages, conv.created_at):
             for msg in conv.messages:
-                conv.dead_letters.append(DeadLetter(msg.source_ref, "no_timestamp", "no session date and no earlier session to derive one from", excerpt(msg.text)))
+                conv.dead_letters.append(
+                    DeadLetter(
+                        msg.source_ref,
+                        "no_timestamp",
+                        "no session date and no earlier session to derive one from",
+                        excerpt(msg.text),
+                    )
+                )
             conv.messages = []
         yield conv

@@ -56,9 +56,15 @@ def content_text(content: object) -> tuple[str, list[str]]:
     elif ctype == "tether_quote":
         pieces = [p for p in (content.get("title"), content.get("text")) if isinstance(p, str) and p]
     elif ctype == "user_editable_context":
-        pieces = [p for p in (content.get("user_profile"), content.get("user_instructions")) if isinstance(p, str) and p]
+        pieces = [
+            p
+            for p in (content.get("user_profile"), content.get("user_instructions"))
+            if isinstance(p, str) and p
+        ]
     elif ctype == "thoughts" and isinstance(content.get("thoughts"), list):
-        pieces = [t.get("content", "") for t in content["thoughts"] if isinstance(t, dict) and t.get("content")]
+        pieces = [
+            t.get("content", "") for t in content["thoughts"] if isinstance(t, dict) and t.get("content")
+        ]
     else:
         for key in _TEXT_KEYS:
             if isinstance(content.get(key), str) and content[key]:
@@ -98,6 +104,8 @@ def _order_nodes(mapping: dict, current: object) -> tuple[list[str], set[str], s
         children.setdefault(key, []).append(nid)
     # children in the order the source lists them, when it does
     for nid, kids in children.items():
+        if len(kids) < 2:
+            continue
         node = mapping.get(nid) if nid is not None else None
         listed = node.get("children") if isinstance(node, dict) else None
         if isinstance(listed, list):
@@ -130,7 +138,9 @@ def _order_nodes(mapping: dict, current: object) -> tuple[list[str], set[str], s
 
 def parse_conversation(raw: object, index: int, max_chars: int) -> ParsedConversation | DeadLetter:
     if not isinstance(raw, dict) or not isinstance(raw.get("mapping"), dict):
-        return DeadLetter(f"conversation[{index}]", "bad_shape", "conversation without a 'mapping' object", excerpt(raw))
+        return DeadLetter(
+            f"conversation[{index}]", "bad_shape", "conversation without a 'mapping' object", excerpt(raw)
+        )
     mapping: dict = raw["mapping"]
     conv_ref = str(raw.get("conversation_id") or raw.get("id") or f"conversation[{index}]")
     try:
@@ -174,7 +184,9 @@ def parse_conversation(raw: object, index: int, max_chars: int) -> ParsedConvers
         node = mapping[nid]
         if not isinstance(node, dict):
             conv.records_seen += 1
-            conv.dead_letters.append(DeadLetter(f"{conv_ref}/{nid}", "bad_shape", "mapping node is not an object", excerpt(node)))
+            conv.dead_letters.append(
+                DeadLetter(f"{conv_ref}/{nid}", "bad_shape", "mapping node is not an object", excerpt(node))
+            )
             continue
         message = node.get("message")
         if message is None:
@@ -182,17 +194,26 @@ def parse_conversation(raw: object, index: int, max_chars: int) -> ParsedConvers
         conv.records_seen += 1
         ref = f"{conv_ref}/{nid}"
         if not isinstance(message, dict):
-            conv.dead_letters.append(DeadLetter(ref, "bad_shape", "message is not an object", excerpt(message)))
+            conv.dead_letters.append(
+                DeadLetter(ref, "bad_shape", "message is not an object", excerpt(message))
+            )
             continue
         author = message.get("author") if isinstance(message.get("author"), dict) else {}
         role = author.get("role")
         if role not in ROLES:
-            conv.dead_letters.append(DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(message)))
+            conv.dead_letters.append(
+                DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(message))
+            )
             continue
         text, attachments = content_text(message.get("content"))
         if role == "system" and (_is_hidden(message) or not text.strip()):
             conv.dead_letters.append(
-                DeadLetter(ref, "hidden_system", "hidden or empty system node (structural, not conversation)", excerpt(message))
+                DeadLetter(
+                    ref,
+                    "hidden_system",
+                    "hidden or empty system node (structural, not conversation)",
+                    excerpt(message),
+                )
             )
             continue
         code, reason = check_text(text, max_chars)
@@ -212,7 +233,11 @@ def parse_conversation(raw: object, index: int, max_chars: int) -> ParsedConvers
             attrs["missing_parent"] = str(parent)
         if attachments:
             attrs["attachments"] = attachments
-        ctype = (message.get("content") or {}).get("content_type") if isinstance(message.get("content"), dict) else None
+        ctype = (
+            (message.get("content") or {}).get("content_type")
+            if isinstance(message.get("content"), dict)
+            else None
+        )
         if ctype and ctype != "text":
             attrs["content_type"] = ctype
         if message.get("recipient") not in (None, "all"):
@@ -232,13 +257,26 @@ def parse_conversation(raw: object, index: int, max_chars: int) -> ParsedConvers
         stored_refs.add(nid)
     if not fill_missing_times(conv.messages, conv_time):
         for msg in conv.messages:
-            conv.dead_letters.append(DeadLetter(f"{conv_ref}/{msg.source_ref}", "no_timestamp", "no create_time in the message or its conversation", excerpt(msg.text)))
+            conv.dead_letters.append(
+                DeadLetter(
+                    f"{conv_ref}/{msg.source_ref}",
+                    "no_timestamp",
+                    "no create_time in the message or its conversation",
+                    excerpt(msg.text),
+                )
+            )
         conv.messages = []
     return conv
 
 
-def parse_chatgpt(path: Path, max_chars: int, record_id: str | None = None) -> Iterator[ParsedConversation | DeadLetter]:
+def parse_chatgpt(
+    path: Path, max_chars: int, record_id: str | None = None
+) -> Iterator[ParsedConversation | DeadLetter]:
     for index, raw in enumerate(iter_json_array(path)):
-        if record_id is not None and isinstance(raw, dict) and str(raw.get("conversation_id") or raw.get("id")) != record_id:
+        if (
+            record_id is not None
+            and isinstance(raw, dict)
+            and str(raw.get("conversation_id") or raw.get("id")) != record_id
+        ):
             continue
         yield parse_conversation(raw, index, max_chars)

@@ -25,16 +25,25 @@ from memory_core.ingest.records import (
 )
 
 
-def parse_jsonl(path: Path, max_chars: int, record_id: str | None = None) -> Iterator[ParsedConversation | DeadLetter]:
+def parse_jsonl(
+    path: Path, max_chars: int, record_id: str | None = None
+) -> Iterator[ParsedConversation | DeadLetter]:
     conversations: dict[str, ParsedConversation] = {}
     seen_ids: set[str] = set()
     for number, value, error, raw in iter_jsonl(path):
         line_ref = f"line:{number}"
         if error:
-            yield DeadLetter(line_ref, "invalid_utf8" if "UTF-8" in error else "malformed_json", error, excerpt(raw.decode("utf-8", "backslashreplace")))
+            yield DeadLetter(
+                line_ref,
+                "invalid_utf8" if "UTF-8" in error else "malformed_json",
+                error,
+                excerpt(raw.decode("utf-8", "backslashreplace")),
+            )
             continue
         if not isinstance(value, dict):
-            yield DeadLetter(line_ref, "bad_shape", f"line is a JSON {type(value).__name__}, not an object", excerpt(value))
+            yield DeadLetter(
+                line_ref, "bad_shape", f"line is a JSON {type(value).__name__}, not an object", excerpt(value)
+            )
             continue
         conv_ref = value.get("conversation_id")
         if conv_ref is None or conv_ref == "":
@@ -53,11 +62,20 @@ def parse_jsonl(path: Path, max_chars: int, record_id: str | None = None) -> Ite
             conv.dead_letters.append(DeadLetter(line_ref, "invalid_utf8", f"id: {bad}", excerpt(value)))
             continue
         if ref in seen_ids:
-            conv.dead_letters.append(DeadLetter(f"{ref}@{line_ref}", "duplicate_id", f"message id {ref!r} appears more than once", excerpt(value)))
+            conv.dead_letters.append(
+                DeadLetter(
+                    f"{ref}@{line_ref}",
+                    "duplicate_id",
+                    f"message id {ref!r} appears more than once",
+                    excerpt(value),
+                )
+            )
             continue
         role = value.get("role")
         if role not in ROLES:
-            conv.dead_letters.append(DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(value)))
+            conv.dead_letters.append(
+                DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(value))
+            )
             continue
         code, reason = check_text(value.get("text"), max_chars)
         if code:
@@ -93,7 +111,14 @@ def parse_jsonl(path: Path, max_chars: int, record_id: str | None = None) -> Ite
                 msg.parent_ref = None
         if not fill_missing_times(conv.messages, None):
             for msg in conv.messages:
-                conv.dead_letters.append(DeadLetter(msg.source_ref, "no_timestamp", "no created_at in this message or any other of its conversation", excerpt(msg.text)))
+                conv.dead_letters.append(
+                    DeadLetter(
+                        msg.source_ref,
+                        "no_timestamp",
+                        "no created_at in this message or any other of its conversation",
+                        excerpt(msg.text),
+                    )
+                )
             conv.messages = []
         timed = [m.created_at for m in conv.messages]
         conv.created_at = min(timed) if timed else None

@@ -106,7 +106,9 @@ def iter_json_array(path: Path, allow_object: bool = False) -> Iterator[object]:
                 break
             if not expect_value:
                 if char != ",":
-                    raise _fail(path, stream, f"malformed JSON: expected ',' or ']' between elements, found {char!r}")
+                    raise _fail(
+                        path, stream, f"malformed JSON: expected ',' or ']' between elements, found {char!r}"
+                    )
                 stream.pos += 1
                 expect_value = True
                 continue

@@ -10,6 +10,7 @@ unchanged is skipped; a changed one is updated in place with prior message texts
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,10 +18,19 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select, update
 
 from memory_core.errors import InputError
-from memory_core.ids import as_uuid, sha256_json, sha256_text, stable_uuid
+from memory_core.ids import as_uuid, sha256_text, stable_uuid
 from memory_core.ingest import PARSERS
-from memory_core.ingest.records import DEFAULT_MAX_MESSAGE_CHARS, DeadLetter, ParsedConversation, ParsedMessage
-from memory_core.store.db import CorpusStore, utcnow
+from memory_core.ingest.records import (
+    DEFAULT_MAX_MESSAGE_CHARS,
+    DeadLetter,
+    ParsedConversation,
+    ParsedMessage,
+    clean_json,
+    clean_text,
+    excerpt,
+    invalid_text_reason,
+)
+from memory_core.store.db import CorpusStore, bulk_insert, utcnow
 from memory_core.store.schema import conversations, dead_letters, ingest_files, message_revisions, messages
 
 BATCH = 5000
@@ -57,18 +67,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def conversation_hash(conv: ParsedConversation) -> str:
-    return sha256_json(
-        [
-            conv.title,
-            conv.created_at,
-            [
-                [m.source_ref, m.role, m.author, m.text, m.created_at, m.time_derived, m.parent_ref, m.attributes]
-                for m in conv.messages
-            ],
-            sorted((d.source_ref, d.reason_code) for d in conv.dead_letters),
-        ]
-    )
+def conversation_hash(conv: ParsedConversation, content_shas: dict[str, str] | None = None) -> str:
+    """Content hash of a conversation version; message texts enter through their own sha256."""
+    shas = content_shas or {m.source_ref: sha256_text(m.text) for m in conv.messages}
+    digest = hashlib.sha256()
+    put = digest.update
+    put(f"{conv.title}\x1e{conv.created_at}".encode("utf-8", "surrogatepass"))
+    for m in conv.messages:
+        attrs = json.dumps(m.attributes, sort_keys=True, default=str) if m.attributes else ""
+        line = f"\x1e{m.source_ref}\x1f{m.role}\x1f{m.author}\x1f{shas[m.source_ref]}\x1f{m.created_at}\x1f{m.time_derived}\x1f{m.parent_ref}\x1f{attrs}"
+        put(line.encode("utf-8", "surrogatepass"))
+    for ref, code in sorted((d.source_ref, d.reason_code) for d in conv.dead_letters):
+        put(f"\x1d{ref}\x1f{code}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def _parent_first(msgs: list[ParsedMessage]) -> list[ParsedMessage]:
@@ -105,24 +116,35 @@ class _Writer:
         self.existing = {
             r.source_ref: r
             for r in conn.execute(
-                select(conversations.c.source_ref, conversations.c.conversation_id, conversations.c.source_sha256).where(
-                    conversations.c.corpus == self.corpus
-                )
+                select(
+                    conversations.c.source_ref, conversations.c.conversation_id, conversations.c.source_sha256
+                ).where(conversations.c.corpus == self.corpus)
             )
         }
         self.pending_dead: list[dict] = []
+        # new conversations are written in batches (few statements, one transaction for the file)
+        self.pending_conversations: list[dict] = []
+        self.pending_messages: list[dict] = []
+
+    def flush(self) -> None:
+        bulk_insert(self.conn, conversations, self.pending_conversations)
+        bulk_insert(self.conn, messages, self.pending_messages)
+        self.pending_conversations, self.pending_messages = [], []
+        self.flush_dead()
 
     def dead_letter(self, dl: DeadLetter) -> None:
         self.report.dead_lettered += dl.records
         self.report.records_in += dl.records
-        self.report.dead_letter_reasons[dl.reason_code] = self.report.dead_letter_reasons.get(dl.reason_code, 0) + dl.records
+        self.report.dead_letter_reasons[dl.reason_code] = (
+            self.report.dead_letter_reasons.get(dl.reason_code, 0) + dl.records
+        )
         self.pending_dead.append(
             dict(
                 corpus=self.corpus,
                 file_sha256=self.report.file_sha256,
-                source_ref=dl.source_ref,
+                source_ref=clean_text(dl.source_ref),
                 reason_code=dl.reason_code,
-                reason=dl.reason,
+                reason=clean_text(dl.reason),
                 payload_excerpt=dl.payload_excerpt,
                 recorded_at=self.now,
             )
@@ -133,7 +155,11 @@ class _Writer:
     def flush_dead(self) -> None:
         if not self.pending_dead:
             return
-        stmt = insert(dead_letters).prefix_with("OR IGNORE") if self.conn.dialect.name == "sqlite" else insert(dead_letters)
+        stmt = (
+            insert(dead_letters).prefix_with("OR IGNORE")
+            if self.conn.dialect.name == "sqlite"
+            else insert(dead_letters)
+        )
         if self.conn.dialect.name == "postgresql":
             from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -147,21 +173,53 @@ class _Writer:
         report.records_in += conv.records_seen
         if conv.source_ref in self.seen_conversations:
             self.dead_letter(
-                DeadLetter(conv.source_ref, "duplicate_id", f"conversation id {conv.source_ref!r} appears more than once in the file", "", conv.records_seen)
+                DeadLetter(
+                    conv.source_ref,
+                    "duplicate_id",
+                    f"conversation id {conv.source_ref!r} appears more than once in the file",
+                    "",
+                    conv.records_seen,
+                )
             )
             report.records_in -= conv.records_seen  # counted by the dead letter
             return
         self.seen_conversations.add(conv.source_ref)
+        # ids and metadata keep undecodable input as escapes; message texts are checked by the parsers
+        conv.source_ref, conv.title = clean_text(conv.source_ref), clean_text(conv.title)
+        conv.attributes = clean_json(conv.attributes)
         conv_id = as_uuid(conv.source_id) if conv.source_id else None
         conv_id = conv_id or stable_uuid(self.corpus, "conversation", conv.source_ref)
         kept: list[ParsedMessage] = []
         ids: dict[str, str] = {}
+        used: set[str] = set()
         for msg in conv.messages:
-            mid = (as_uuid(msg.source_id) if msg.source_id else None) or stable_uuid(self.corpus, conv.source_ref, msg.source_ref)
-            if mid in self.seen_message_ids or mid in ids.values():
-                conv.dead_letters.append(DeadLetter(f"{conv.source_ref}/{msg.source_ref}", "duplicate_id", f"message id {mid} already used by another record", msg.text[:200]))
+            bad = invalid_text_reason(msg.source_ref) or invalid_text_reason(msg.author)
+            if bad:
+                conv.dead_letters.append(
+                    DeadLetter(
+                        clean_text(f"{conv.source_ref}/{msg.source_ref}"),
+                        "invalid_utf8",
+                        f"id or author: {bad}",
+                        excerpt(msg.text),
+                    )
+                )
+                continue
+            msg.attributes = clean_json(msg.attributes)
+            mid = (as_uuid(msg.source_id) if msg.source_id else None) or stable_uuid(
+                self.corpus, conv.source_ref, msg.source_ref
+            )
+            if mid in self.seen_message_ids or mid in used:
+                conv.dead_letters.append(
+                    DeadLetter(
+                        f"{conv.source_ref}/{msg.source_ref}",
+                        "duplicate_id",
+                        f"message id {mid} already used by another record",
+                        msg.text[:200],
+                    )
+                )
                 continue
             ids[msg.source_ref] = mid
+            used.add(mid)
             kept.append(msg)
         if self.checks_needed and kept:
             taken = {
@@ -174,7 +232,14 @@ class _Writer:
             }
             if taken:
                 for msg in [m for m in kept if ids[m.source_ref] in taken]:
-                    conv.dead_letters.append(DeadLetter(f"{conv.source_ref}/{msg.source_ref}", "duplicate_id", f"message id {ids[msg.source_ref]} already belongs to another conversation", msg.text[:200]))
+                    conv.dead_letters.append(
+                        DeadLetter(
+                            f"{conv.source_ref}/{msg.source_ref}",
+                            "duplicate_id",
+                            f"message id {ids[msg.source_ref]} already belongs to another conversation",
+                            msg.text[:200],
+                        )
+                    )
                 kept = [m for m in kept if ids[m.source_ref] not in taken]
         ids = {m.source_ref: ids[m.source_ref] for m in kept}
         for msg in kept:
@@ -188,7 +253,8 @@ class _Writer:
         self.seen_message_ids.update(ids[m.source_ref] for m in kept)
         report.stored += len(kept)
         report.derived_times += sum(1 for m in kept if m.time_derived)
-        sha = conversation_hash(conv)
+        content_shas = {m.source_ref: sha256_text(m.text) for m in kept}
+        sha = conversation_hash(conv, content_shas)
         prior = self.existing.get(conv.source_ref)
         if prior is not None and prior.source_sha256 == sha:
             report.conversations_unchanged += 1
@@ -207,7 +273,7 @@ class _Writer:
                 created_at=m.created_at,
                 time_derived=m.time_derived,
                 position=position[m.source_ref],
-                content_sha256=sha256_text(m.text),
+                content_sha256=content_shas[m.source_ref],
                 source_ref=m.source_ref,
                 attributes=m.attributes,
             )
@@ -228,22 +294,26 @@ class _Writer:
         )
         if prior is None:
             report.conversations_new += 1
-            self.conn.execute(insert(conversations), [conv_row])
-            if rows:
-                self.conn.execute(insert(messages), rows)
+            self.pending_conversations.append(conv_row)
+            self.pending_messages.extend(rows)
             report.inserted += len(rows)
+            if len(self.pending_messages) >= BATCH:
+                self.flush()
         else:
             report.conversations_changed += 1
+            self.flush()
             self._update(prior.conversation_id, conv_row, rows)
 
     def _update(self, conv_id: str, conv_row: dict, rows: list[dict]) -> None:
-        self.conn.execute(update(conversations).where(conversations.c.conversation_id == conv_id).values(**conv_row))
+        self.conn.execute(
+            update(conversations).where(conversations.c.conversation_id == conv_id).values(**conv_row)
+        )
         old = {
             r.message_id: r
             for r in self.conn.execute(
-                select(messages.c.message_id, messages.c.text, messages.c.content_sha256, messages.c.attributes).where(
-                    messages.c.conversation_id == conv_id
-                )
+                select(
+                    messages.c.message_id, messages.c.text, messages.c.content_sha256, messages.c.attributes
+                ).where(messages.c.conversation_id == conv_id)
             )
         }
         new_ids = set()
@@ -258,7 +328,14 @@ class _Writer:
             if prior.content_sha256 != row["content_sha256"]:
                 self.conn.execute(
                     insert(message_revisions),
-                    [dict(message_id=mid, text=prior.text, content_sha256=prior.content_sha256, superseded_at=self.now)],
+                    [
+                        dict(
+                            message_id=mid,
+                            text=prior.text,
+                            content_sha256=prior.content_sha256,
+                            superseded_at=self.now,
+                        )
+                    ],
                 )
             values = {k: v for k, v in row.items() if k != "message_id"}
             self.conn.execute(update(messages).where(messages.c.message_id == mid).values(**values))
@@ -266,7 +343,9 @@ class _Writer:
         for mid, prior in old.items():
             if mid not in new_ids and not (prior.attributes or {}).get("removed_from_source"):
                 attrs = dict(prior.attributes or {}, removed_from_source=self.now.isoformat())
-                self.conn.execute(update(messages).where(messages.c.message_id == mid).values(attributes=attrs))
+                self.conn.execute(
+                    update(messages).where(messages.c.message_id == mid).values(attributes=attrs)
+                )
 
 
 def ingest_file(
@@ -298,7 +377,7 @@ def ingest_file(
                     writer.conversation(item)
         except RecursionError as exc:
             raise InputError(f"{path}: JSON nested too deeply to read") from exc
-        writer.flush_dead()
+        writer.flush()
         report.seconds = time.perf_counter() - started
         conn.execute(
             insert(ingest_files),

@@ -67,12 +67,33 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 def invalid_text_reason(text: str) -> str | None:
     """Why a text cannot be stored as-is (invalid UTF-8 in the input shows up as lone surrogates)."""
+    if text.isascii():
+        return "NUL character in text" if "\x00" in text else None
     match = _SURROGATE_RE.search(text)
     if match:
         return f"invalid UTF-8 or unpaired surrogate at char {match.start()}"
     if "\x00" in text:
         return "NUL character in text"
     return None
+
+
+def clean_text(text: str) -> str:
+    """`text` with undecodable input (lone surrogates) shown as backslash escapes: for ids and metadata,
+    never for message texts (those are dead-lettered instead)."""
+    if text.isascii() or not _SURROGATE_RE.search(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def clean_json(value: object) -> object:
+    """`clean_text` applied to every string of a JSON-able value."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
 
 
 def check_text(text: object, max_chars: int) -> tuple[str | None, str | None]:

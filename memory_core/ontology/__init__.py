@@ -9,9 +9,22 @@ from memory_core.ontology.concepts import (
     ConceptRelation,
     EvidenceSpan,
 )
+from memory_core.ontology.extraction import (
+    CandidateRelation,
+    CandidateSpan,
+    ConceptCandidate,
+    ReactionCandidate,
+    SegmentExtraction,
+)
 from memory_core.ontology.lifecycle import LifecycleProposal, LifecycleProposals
 from memory_core.ontology.reactions import REACTION_STATES, UserReaction
-from memory_core.ontology.strict import StrictBase, StrictSchemaError, assert_strict_schema
+from memory_core.ontology.strict import (
+    StrictBase,
+    StrictSchemaError,
+    assert_strict_schema,
+    schema_problems,
+    strict_json_schema,
+)
 
 __all__ = [
     "CONCEPT_STATES",
@@ -19,13 +32,20 @@ __all__ = [
     "REACTION_STATES",
     "RELATION_TYPES",
     "TRUST_STATES",
+    "CandidateRelation",
+    "CandidateSpan",
+    "ConceptCandidate",
     "ConceptHypothesis",
     "ConceptRelation",
     "EvidenceSpan",
     "LifecycleProposal",
     "LifecycleProposals",
+    "ReactionCandidate",
+    "SegmentExtraction",
     "StrictBase",
     "StrictSchemaError",
     "UserReaction",
     "assert_strict_schema",
+    "schema_problems",
+    "strict_json_schema",
 ]

@@ -30,10 +30,14 @@ REACTION_STATES: tuple[str, ...] = get_args(ReactionState)
 
 class UserReaction(StrictBase):
     state: ReactionState
-    state_raw: str = Field(description="the user's own word for the state; only when state is Other, else empty")
+    state_raw: str = Field(
+        description="the user's own word for the state; only when state is Other, else empty"
+    )
     intensity: float = Field(ge=0.0, le=1.0)
     valence: Valence
-    epistemic_status: EpistemicStatus = Field(description="explicit: the user named it; inferred: read from context")
+    epistemic_status: EpistemicStatus = Field(
+        description="explicit: the user named it; inferred: read from context"
+    )
     evidence_message_id: str
 
     @model_validator(mode="after")

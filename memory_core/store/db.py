@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import threading
@@ -29,7 +30,9 @@ from pathlib import Path
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
+    Connection,
     DateTime,
     Engine,
     MetaData,
@@ -38,10 +41,11 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
     select,
 )
 
-from memory_core.errors import CorpusLockedError, InputError
+from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
 from memory_core.store.schema import METADATA_BY_STORE
 
 CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
@@ -85,6 +89,8 @@ def _sqlite_pragmas(dbapi_conn, _record):
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA cache_size=-65536")  # 64 MiB: bulk inserts into random-uuid B-trees stay in memory
+    cur.execute("PRAGMA temp_store=MEMORY")
     cur.close()
 
 
@@ -153,7 +159,11 @@ class MemoryHome:
 
     def registration(self, name: str) -> dict | None:
         with self.registry_engine().connect() as conn:
-            row = conn.execute(select(corpora_registry).where(corpora_registry.c.name == name)).mappings().first()
+            row = (
+                conn.execute(select(corpora_registry).where(corpora_registry.c.name == name))
+                .mappings()
+                .first()
+            )
         return dict(row) if row else None
 
     def registrations(self) -> list[dict]:
@@ -189,6 +199,7 @@ class CorpusStore:
         engine = get_engine(url)
         if store not in self._ready:
             METADATA_BY_STORE[store].create_all(engine)
+            ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             self._ready.add(store)
         return engine
 
@@ -235,3 +246,76 @@ class CorpusStore:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
+    """Bring tables created by an older version up to the current contract.
+
+    `create_all` creates missing tables but never alters existing ones: a missing nullable column is added in
+    place; a missing NOT NULL column cannot be back-filled honestly, so the store must be rebuilt.
+    """
+    inspector = inspect(engine)
+    existing_tables = set(inspector.get_table_names())
+    for table in metadata.sorted_tables:
+        if table.name not in existing_tables:
+            continue
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c for c in table.columns if c.name not in present]
+        if not missing:
+            continue
+        required = [c.name for c in missing if not c.nullable]
+        if required:
+            raise SchemaMismatchError(
+                f"{what}: table {table.name} was created by an older Memory OS and lacks {', '.join(required)}; "
+                f"rebuild it (`memory-os corpus remove NAME --delete-data`, then add and materialize again)"
+            )
+        with engine.begin() as conn:
+            for column in missing:
+                ddl = (
+                    f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(engine.dialect)}"
+                )
+                conn.exec_driver_sql(ddl)
+
+
+def _sqlite_value(kind: str, value):
+    if value is None:
+        return None
+    if kind == "datetime":
+        return value.isoformat(sep=" ", timespec="microseconds")  # SQLAlchemy's SQLite DateTime format
+    if kind == "json":
+        return json.dumps(value)
+    if kind == "bool":
+        return int(value)
+    return value
+
+
+def bulk_insert(conn: Connection, table: Table, rows: list[dict]) -> None:
+    """Insert many rows. On SQLite, straight through the driver's executemany with values stored exactly as
+    SQLAlchemy's types store them (about 3× faster on 100k rows); elsewhere a Core executemany."""
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(table.insert(), rows)
+        return
+    cols = [c for c in table.columns if c.name in rows[0]]
+    kinds = []
+    for c in cols:
+        if isinstance(c.type, DateTime):
+            kinds.append("datetime")
+        elif isinstance(c.type, JSON):
+            kinds.append("json")
+        elif isinstance(c.type, Boolean):
+            kinds.append("bool")
+        else:
+            kinds.append("")
+    sql = (
+        f"INSERT INTO {table.name} ({', '.join(c.name for c in cols)}) VALUES ({', '.join('?' * len(cols))})"
+    )
+    names = [c.name for c in cols]
+    plain = all(k == "" for k in kinds)
+    params = (
+        [tuple(r[n] for n in names) for r in rows]
+        if plain
+        else [tuple(_sqlite_value(k, r[n]) for k, n in zip(kinds, names, strict=True)) for r in rows]
+    )
+    conn.exec_driver_sql(sql, params)

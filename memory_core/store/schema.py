@@ -9,6 +9,7 @@ contract runs on SQLite (default) and Postgres. All times are UTC.
 from __future__ import annotations
 
 from sqlalchemy import (
+    DDL,
     JSON,
     Boolean,
     Column,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    event,
 )
 
 source_metadata = MetaData()
@@ -88,7 +90,6 @@ messages = Table(
 )
 Index("ix_messages_conversation_position", messages.c.conversation_id, messages.c.position)
 Index("ix_messages_created_at", messages.c.created_at)
-Index("ix_messages_parent", messages.c.parent_id)
 
 # Prior versions of a message whose source text changed: the original is never lost.
 message_revisions = Table(
@@ -174,6 +175,23 @@ Index("ix_mentions_segment", mentions.c.segment_id)
 Index("ix_mentions_message", mentions.c.message_id)
 Index("ix_mentions_consolidated", mentions.c.consolidated_id)
 
+# Which segments a teacher has answered (one row per segment and extractor): a changed conversation
+# re-cut into mostly the same segments re-extracts only the new ones. status `pending` = a transient LLM
+# failure, retried by the next run.
+segment_extractions = Table(
+    "segment_extractions",
+    staging_metadata,
+    Column("segment_id", ID, primary_key=True),
+    Column("extractor", String(100), primary_key=True),
+    Column("conversation_id", ID, nullable=False),
+    Column("status", String(16), nullable=False),  # done | pending
+    Column("outcome", String(16), nullable=False),  # ok | invalid | refused | error
+    Column("reason", Text, nullable=False),
+    Column("stats", JSON, nullable=False),  # candidates, accepted, rejected, spans, reactions ...
+    Column("extracted_at", DateTime, nullable=False),
+)
+Index("ix_segment_extractions_conversation", segment_extractions.c.conversation_id)
+
 canonical_concepts = Table(
     "canonical_concepts",
     staging_metadata,
@@ -218,7 +236,9 @@ action_log = Table(
     "action_log",
     staging_metadata,
     Column("action_id", Integer, primary_key=True, autoincrement=True),
-    Column("action", String(24), nullable=False),  # create|attach|refine|reject|merge|split|archive|invalidate|repair|...
+    Column(
+        "action", String(24), nullable=False
+    ),  # create|attach|refine|reject|merge|split|archive|invalidate|repair|...
     Column("actor", String(48), nullable=False),  # memory_loop | gardener | repair_worker | user
     Column("concept_id", ID, nullable=True),
     Column("mention_id", ID, nullable=True),
@@ -231,6 +251,17 @@ action_log = Table(
     Column("recorded_at", DateTime, nullable=False),
 )
 Index("ix_action_log_concept", action_log.c.concept_id)
+Index("ix_action_log_mention", action_log.c.mention_id)
+# Append-only, enforced by the database where it is the default (SQLite): corrections are new rows.
+for _op in ("UPDATE", "DELETE"):
+    event.listen(
+        action_log,
+        "after_create",
+        DDL(
+            f"CREATE TRIGGER IF NOT EXISTS action_log_no_{_op.lower()} BEFORE {_op} ON action_log "
+            "BEGIN SELECT RAISE(ABORT, 'action_log is append-only'); END"
+        ).execute_if(dialect="sqlite"),
+    )
 
 residuals = Table(
     "residuals",
@@ -246,6 +277,7 @@ residuals = Table(
     Column("recorded_at", DateTime, nullable=False),
 )
 Index("ix_residuals_stage", residuals.c.stage, residuals.c.reason_code)
+Index("ix_residuals_mention", residuals.c.mention_id)
 
 topics = Table(
     "topics",
@@ -327,7 +359,9 @@ gardener_actions = Table(
     staging_metadata,
     Column("gardener_action_id", ID, primary_key=True),
     Column("proposal_id", ID, nullable=True),
-    Column("action", String(32), nullable=False),  # refine_concept|merge_concepts|split_concept|create_relation
+    Column(
+        "action", String(32), nullable=False
+    ),  # refine_concept|merge_concepts|split_concept|create_relation
     Column("concept_ids", JSON, nullable=False),
     Column("before_state", JSON, nullable=False),
     Column("after_state", JSON, nullable=False),
@@ -386,16 +420,19 @@ llm_calls = Table(
     Column("cache_key", String(64), nullable=False),
     Column("prompt_sha256", String(64), nullable=False),
     Column("schema_sha256", String(64), nullable=False),
+    Column("input_sha256", String(64), nullable=False),
+    Column("segment_id", ID, nullable=True),  # what the call was about (extraction: the segment)
     Column("tokens_in", Integer, nullable=False),
     Column("tokens_out", Integer, nullable=False),
     Column("latency_ms", Float, nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("cache_hit", Boolean, nullable=False),
     Column("attempts", Integer, nullable=False),
-    Column("outcome", String(24), nullable=False),  # ok | invalid | error
+    Column("outcome", String(24), nullable=False),  # ok | invalid | refused | error
     Column("error", Text, nullable=False),
     Column("called_at", DateTime, nullable=False),
 )
+Index("ix_llm_calls_stage", llm_calls.c.stage, llm_calls.c.called_at)
 
 # --------------------------------------------------------------------------------------------- reflective
 user_reactions = Table(
@@ -410,7 +447,9 @@ user_reactions = Table(
     Column("intensity", Float, nullable=False),
     Column("valence", String(16), nullable=False),
     Column("epistemic_status", String(16), nullable=False),
-    Column("evidence_text", Text, nullable=False),
+    Column("evidence_text", Text, nullable=False),  # the cue: message.text[span_start:span_end], verified
+    Column("span_start", Integer, nullable=False),
+    Column("span_end", Integer, nullable=False),
     Column("topic_id", ID, nullable=True),  # DURING
     Column("occurred_at", DateTime, nullable=False),
     Column("extractor", String(100), nullable=False),

@@ -21,7 +21,11 @@ def corpus_stats(store: CorpusStore) -> dict:
         reasons = [
             {"reason_code": r.reason_code, "count": r.n, "example": r.reason}
             for r in conn.execute(
-                select(dead_letters.c.reason_code, func.count().label("n"), func.min(dead_letters.c.reason).label("reason"))
+                select(
+                    dead_letters.c.reason_code,
+                    func.count().label("n"),
+                    func.min(dead_letters.c.reason).label("reason"),
+                )
                 .group_by(dead_letters.c.reason_code)
                 .order_by(func.count().desc())
             )
@@ -31,7 +35,11 @@ def corpus_stats(store: CorpusStore) -> dict:
         missing_ref = conn.execute(
             select(func.count()).where((messages.c.source_ref.is_(None)) | (messages.c.source_ref == ""))
         ).scalar_one()
-        last_file = conn.execute(select(ingest_files).order_by(ingest_files.c.file_id.desc()).limit(1)).mappings().first()
+        last_file = (
+            conn.execute(select(ingest_files).order_by(ingest_files.c.file_id.desc()).limit(1))
+            .mappings()
+            .first()
+        )
     total = tables["source"]["messages"]
     return {
         "corpus": store.name,
@@ -43,5 +51,7 @@ def corpus_stats(store: CorpusStore) -> dict:
         "derived_timestamp_share": round(derived / total, 4) if total else 0.0,
         "null_timestamps": null_times,
         "messages_without_source_ref": missing_ref,
-        "last_ingest": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in last_file.items()} if last_file else None,
+        "last_ingest": {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in last_file.items()}
+        if last_file
+        else None,
     }

@@ -1,0 +1,1 @@
+"""Stage 3: mentions and user reactions through the Semantic Mapper (offline teacher or an LLM)."""

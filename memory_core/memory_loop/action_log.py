@@ -1,0 +1,129 @@
+"""The ActionLog: append-only record of every cognitive operation, and its replay.
+
+A record holds the action, the candidate (mention id), the concept, the retrieval scores, the rationale,
+the cited message ids, the prior state of the changed fields (so any action can be rolled back) and the
+new state as a patch (see `concepts.py`), the run id and the time. The log only ever grows: this module
+inserts and reads, and on SQLite a trigger refuses UPDATE and DELETE (see the schema).
+
+Replay: applying the patches of create / attach / refine / relate in `action_id` order to an empty store
+rebuilds `canonical_concepts` and `concept_evidence` exactly (`replay_concepts`, `rebuild_from_log`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, insert, select
+
+from memory_core.memory_loop.concepts import EVIDENCE_APPEND, apply_patch, from_json_state, to_json_state
+from memory_core.store.schema import action_log, canonical_concepts, concept_evidence
+
+CONCEPT_ACTIONS = ("create", "attach", "refine", "relate")
+
+
+@dataclass
+class ActionRecord:
+    action: str
+    actor: str
+    concept_id: str | None
+    mention_id: str | None
+    scores: dict
+    rationale: str
+    cited_message_ids: list[str]
+    prior_state: dict | None
+    new_state: dict | None
+    run_id: str
+    recorded_at: datetime
+
+    def row(self) -> dict:
+        return {
+            "action": self.action,
+            "actor": self.actor,
+            "concept_id": self.concept_id,
+            "mention_id": self.mention_id,
+            "scores": self.scores,
+            "rationale": self.rationale,
+            "cited_message_ids": self.cited_message_ids,
+            "prior_state": to_json_state(self.prior_state),
+            "new_state": to_json_state(self.new_state),
+            "run_id": self.run_id,
+            "recorded_at": self.recorded_at,
+        }
+
+
+def append(conn: Connection, records: Iterable[ActionRecord]) -> int:
+    rows = [r.row() for r in records]
+    if rows:
+        conn.execute(insert(action_log), rows)
+    return len(rows)
+
+
+def read(conn: Connection, actor: str | None = None, batch: int = 5000) -> Iterator[dict]:
+    """Log rows in order, streamed in pages."""
+    last = 0
+    while True:
+        query = (
+            select(action_log)
+            .where(action_log.c.action_id > last)
+            .order_by(action_log.c.action_id)
+            .limit(batch)
+        )
+        if actor:
+            query = query.where(action_log.c.actor == actor)
+        rows = [dict(r) for r in conn.execute(query).mappings()]
+        if not rows:
+            return
+        yield from rows
+        last = rows[-1]["action_id"]
+
+
+def evidence_row(concept_id: str, mention_id: str, span: dict) -> dict:
+    """The `concept_evidence` row (the EVIDENCE_FOR edge) of one evidence span."""
+    return {
+        "concept_id": concept_id,
+        "mention_id": mention_id,
+        "message_id": span["message_id"],
+        "segment_id": span["source_id"],
+        "span_start": span["char_start"],
+        "span_end": span["char_end"],
+        "text": span["text"],
+        "confidence": span["confidence"],
+        "status": "active",
+    }
+
+
+def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
+    """Concept rows (with evidence_spans) and evidence rows rebuilt from log rows, in order."""
+    concepts: dict[str, dict] = {}
+    evidence: list[dict] = []
+    for row in rows:
+        if row["action"] not in CONCEPT_ACTIONS:
+            continue
+        patch = from_json_state(row["new_state"]) or {}
+        cid = row["concept_id"]
+        if row["action"] == "create":
+            if cid in concepts:
+                raise ValueError(f"action {row['action_id']}: concept {cid} created twice")
+            concepts[cid] = {"evidence_spans": []}
+        elif cid not in concepts:
+            raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
+        spans = apply_patch(concepts[cid], patch)
+        concepts[cid]["evidence_spans"].extend(spans)
+        evidence += [evidence_row(cid, row["mention_id"], s) for s in spans]
+    for head in concepts.values():
+        head.pop(EVIDENCE_APPEND, None)
+    return concepts, evidence
+
+
+def rebuild_from_log(source: Connection, target: Connection) -> tuple[int, int]:
+    """Replay `source`'s log into `target`'s (empty) canonical_concepts and concept_evidence."""
+    concepts, evidence = replay_concepts(read(source))
+    if target.execute(select(canonical_concepts.c.concept_id).limit(1)).first() is not None:
+        raise ValueError("rebuild_from_log needs an empty canonical_concepts table")
+    if concepts:
+        target.execute(insert(canonical_concepts), list(concepts.values()))
+    if evidence:
+        target.execute(insert(concept_evidence), evidence)
+    return len(concepts), len(evidence)

@@ -1,0 +1,133 @@
+"""Concept state as the loop holds it, and the patches every decision turns into.
+
+A concept's *head* is its `canonical_concepts` row without `evidence_spans` (that list only grows, so it
+is appended to the stored row when a batch is written instead of being held in memory). Every decision
+becomes a patch: the changed fields with their new values, plus `evidence_append` (spans to add). The live
+loop and the ActionLog replay apply patches with the same `apply_patch`, which is why replaying the log
+reproduces the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory_core.memory_loop.candidates import Candidate, normalise_name
+
+DATETIME_FIELDS = ("first_seen", "last_seen", "recorded_at")
+EVIDENCE_APPEND = "evidence_append"
+
+
+def noisy_or(confidence: float, evidence_confidence: float, weight: float) -> float:
+    """Concept confidence after one more piece of evidence: independent support, each discounted by `weight`."""
+    return round(1.0 - (1.0 - confidence) * (1.0 - weight * evidence_confidence), 4)
+
+
+def merge_aliases(title: str, aliases: list[str], new: list[str]) -> list[str]:
+    """Aliases plus `new` names, keeping first spellings, never repeating the title (compared normalised)."""
+    seen = {normalise_name(title)} | {normalise_name(a) for a in aliases}
+    out = list(aliases)
+    for name in new:
+        norm = normalise_name(name)
+        if norm and norm not in seen:
+            seen.add(norm)
+            out.append(name.strip())
+    return out
+
+
+def state_for(confidence: float, active_confidence: float) -> str:
+    return "active" if confidence >= active_confidence else "weak"
+
+
+def to_json_state(patch: dict | None) -> dict | None:
+    """A patch as stored in the ActionLog (times as ISO strings)."""
+    if patch is None:
+        return None
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in patch.items()}
+
+
+def from_json_state(state: dict | None) -> dict | None:
+    if state is None:
+        return None
+    return {
+        k: (datetime.fromisoformat(v) if k in DATETIME_FIELDS and isinstance(v, str) else v)
+        for k, v in state.items()
+    }
+
+
+def apply_patch(head: dict, patch: dict) -> list[dict]:
+    """Apply a patch to a concept head in place; returns the evidence spans it appends."""
+    for key, value in patch.items():
+        if key != EVIDENCE_APPEND:
+            head[key] = value
+    return list(patch.get(EVIDENCE_APPEND, ()))
+
+
+@dataclass
+class ConceptPolicy:
+    """How evidence moves a concept's confidence and state."""
+
+    evidence_weight: float = 0.6
+    active_confidence: float = 0.5
+
+
+def create_patch(concept_id: str, cand: Candidate, policy: ConceptPolicy, now: datetime) -> dict:
+    confidence = noisy_or(0.0, cand.confidence, policy.evidence_weight)
+    return {
+        "concept_id": concept_id,
+        "title": cand.title.strip(),
+        "type": cand.type,
+        "description": cand.description.strip(),
+        "state": state_for(confidence, policy.active_confidence),
+        "trust": "stable",
+        "confidence": confidence,
+        "aliases": merge_aliases(cand.title, [], list(cand.aliases)),
+        "relations": [],
+        "revision_count": 0,
+        "support_count": 1,
+        "first_seen": cand.message_created_at,
+        "last_seen": cand.message_created_at,
+        "recorded_at": now,
+        "merged_into": None,
+        EVIDENCE_APPEND: [cand.evidence_span()],
+    }
+
+
+def _changed(head: dict, updates: dict) -> tuple[dict, dict]:
+    prior = {k: head.get(k) for k, v in updates.items() if k != EVIDENCE_APPEND and head.get(k) != v}
+    new = {k: v for k, v in updates.items() if k == EVIDENCE_APPEND or k in prior}
+    return prior, new
+
+
+def evidence_patch(
+    head: dict, cand: Candidate, policy: ConceptPolicy, now: datetime, duplicate: bool, refine: bool
+) -> tuple[dict, dict]:
+    """(prior_state, new_state) of an attach (refine=False) or refine (refine=True) of `cand` to `head`.
+
+    Attach adds the span (unless the concept already holds it), raises confidence, widens the time bounds
+    and learns the candidate's names as aliases. Refine does the same and rewrites the description from the
+    more confident candidate, with revision_count + 1.
+    """
+    confidence = (
+        head["confidence"]
+        if duplicate
+        else noisy_or(head["confidence"], cand.confidence, policy.evidence_weight)
+    )
+    updates = {
+        "confidence": confidence,
+        "state": state_for(confidence, policy.active_confidence)
+        if head["state"] in ("active", "weak")
+        else head["state"],
+        "aliases": merge_aliases(head["title"], head["aliases"], [cand.title, *cand.aliases]),
+        "support_count": head["support_count"] + (0 if duplicate else 1),
+        "first_seen": min(head["first_seen"], cand.message_created_at),
+        "last_seen": max(head["last_seen"], cand.message_created_at),
+    }
+    if refine:
+        updates["description"] = cand.description.strip()
+        updates["revision_count"] = head["revision_count"] + 1
+    prior, new = _changed(head, updates)
+    new["recorded_at"] = now
+    prior["recorded_at"] = head["recorded_at"]
+    new[EVIDENCE_APPEND] = [] if duplicate else [cand.evidence_span()]
+    return prior, new

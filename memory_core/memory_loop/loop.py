@@ -1,0 +1,472 @@
+"""The Concept Memory Loop: consolidate a corpus's unconsolidated mentions into canonical concepts.
+
+Mentions are processed in chronological order (message time, then message, then span), each against the
+concepts as they stand after every earlier decision (progressive alignment against the evolving
+consensus): retrieve → route → apply. Decisions are written per batch in one staging transaction: the
+ActionLog rows, the new/changed concepts (evidence spans appended), `concept_evidence` rows, the hard link
+`mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
+residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import Text, and_, bindparam, cast, exists, insert, select, update
+
+from memory_core.embeddings.base import Embedder
+from memory_core.ids import stable_uuid
+from memory_core.memory_loop import action_log as log
+from memory_core.memory_loop.adjudication import Adjudicator
+from memory_core.memory_loop.candidates import Candidate
+from memory_core.memory_loop.concepts import ConceptPolicy, apply_patch, create_patch, evidence_patch
+from memory_core.memory_loop.retriever import ConceptIndex, RetrieverWeights
+from memory_core.memory_loop.router import ConceptView, Decision, Router, RouterRules
+from memory_core.ontology.concepts import RELATION_TYPES, concept_embedding_key
+from memory_core.store.db import CorpusStore, utcnow
+from memory_core.store.schema import (
+    canonical_concepts,
+    concept_evidence,
+    mentions,
+    messages,
+    residuals,
+    segments,
+)
+
+STAGE = "memory_loop"
+ACTOR = "memory_loop"
+LIVE_STATES = ("active", "weak")
+_IN_CHUNK = 500
+HEAD_COLUMNS = [c for c in canonical_concepts.c if c.name != "evidence_spans"]
+
+
+@dataclass
+class LoopConfig:
+    rules: RouterRules = field(default_factory=RouterRules)
+    weights: RetrieverWeights = field(default_factory=RetrieverWeights)
+    policy: ConceptPolicy = field(default_factory=ConceptPolicy)
+    batch_size: int = 256
+
+
+@dataclass
+class LoopReport:
+    run_id: str
+    pending: int = 0
+    processed: int = 0
+    actions: Counter = field(default_factory=Counter)
+    reasons: Counter = field(default_factory=Counter)
+    reject_reasons: Counter = field(default_factory=Counter)
+    relations_added: int = 0
+    concepts_before: int = 0
+    concepts_after: int = 0
+    refined_concepts: set[str] = field(default_factory=set)
+    residual_novelty: list[float] = field(default_factory=list)
+    batches: int = 0
+    seconds: float = 0.0
+    embedding_seconds: float = 0.0
+    retrieval_seconds: float = 0.0
+    write_seconds: float = 0.0
+
+
+def _chunks(items: list, size: int = _IN_CHUNK):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class _Memory:
+    """The loop's working state: concept heads, the retriever index, what is stored already."""
+
+    def __init__(self, store: CorpusStore, embedder: Embedder, config: LoopConfig, report: LoopReport):
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.report = report
+        self.heads: dict[str, dict] = {}
+        self.best_evidence: dict[str, float] = {}
+        self.held_spans: set[tuple[str, str, int, int]] = set()
+        self.persisted: set[str] = set()
+        self.index: ConceptIndex | None = None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = self.embedder.embed(texts)
+        self.report.embedding_seconds += time.perf_counter() - started
+        return vectors
+
+    def load(self) -> None:
+        with self.store.staging.connect() as conn:
+            for row in conn.execute(
+                select(*HEAD_COLUMNS)
+                .where(canonical_concepts.c.state.in_(LIVE_STATES))
+                .order_by(canonical_concepts.c.first_seen, canonical_concepts.c.concept_id)
+            ).mappings():
+                self.heads[row["concept_id"]] = dict(row)
+            self.persisted = set(self.heads)
+            for r in conn.execute(
+                select(
+                    concept_evidence.c.concept_id,
+                    concept_evidence.c.message_id,
+                    concept_evidence.c.span_start,
+                    concept_evidence.c.span_end,
+                    concept_evidence.c.confidence,
+                )
+            ):
+                if r.concept_id in self.heads:
+                    self.held_spans.add((r.concept_id, r.message_id, r.span_start, r.span_end))
+                    self.best_evidence[r.concept_id] = max(
+                        self.best_evidence.get(r.concept_id, 0.0), r.confidence
+                    )
+            links = conn.execute(
+                select(
+                    mentions.c.consolidated_id,
+                    mentions.c.segment_id,
+                    mentions.c.conversation_id,
+                    mentions.c.message_created_at,
+                ).where(mentions.c.consolidated_id.is_not(None))
+            ).all()
+        ids = list(self.heads)
+        keys = [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
+        vectors = self.embed(keys) if ids else []
+        self.index = ConceptIndex(self.config.weights, capacity=max(1024, 2 * len(ids)))
+        for i, cid in enumerate(ids):
+            h = self.heads[cid]
+            self.index.add(
+                cid, vectors[i], h["type"], [h["title"], *h["aliases"]], h["first_seen"], h["last_seen"]
+            )
+        for cid, segment_id, conversation_id, seen_at in links:
+            if cid in self.index:
+                self.index.touch(cid, seen_at, segment_id, conversation_id)
+        self.report.concepts_before = len(ids)
+
+    def view(self, cid: str, cand: Candidate) -> ConceptView:
+        h = self.heads[cid]
+        return ConceptView(
+            cid,
+            h["title"],
+            h["type"],
+            h["description"],
+            h["aliases"],
+            h["state"],
+            self.best_evidence.get(cid, 0.0),
+            (cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
+        )
+
+
+def _pending_ids(store: CorpusStore) -> list[str]:
+    done = exists().where(and_(residuals.c.stage == STAGE, residuals.c.mention_id == mentions.c.mention_id))
+    with store.staging.connect() as conn:
+        return list(
+            conn.execute(
+                select(mentions.c.mention_id)
+                .where(mentions.c.consolidated_id.is_(None), ~done)
+                .order_by(
+                    mentions.c.message_created_at,
+                    mentions.c.message_id,
+                    mentions.c.span_start,
+                    mentions.c.span_end,
+                    mentions.c.mention_id,
+                )
+            ).scalars()
+        )
+
+
+def _load_batch(store: CorpusStore, ids: list[str]) -> tuple[list[Candidate], dict[str, str], set[str]]:
+    with store.staging.connect() as conn:
+        rows = {
+            r.mention_id: Candidate.from_row(r)
+            for r in conn.execute(select(mentions).where(mentions.c.mention_id.in_(ids)))
+        }
+        seg_ids = list({c.segment_id for c in rows.values()})
+        live = set(
+            conn.execute(
+                select(segments.c.segment_id).where(
+                    segments.c.segment_id.in_(seg_ids), segments.c.superseded_at.is_(None)
+                )
+            ).scalars()
+        )
+    cands = [rows[i] for i in ids if i in rows]
+    with store.source.connect() as conn:
+        texts = {
+            r.message_id: r.text
+            for r in conn.execute(
+                select(messages.c.message_id, messages.c.text).where(
+                    messages.c.message_id.in_(list({c.message_id for c in cands}))
+                )
+            )
+        }
+    return cands, texts, live
+
+
+@dataclass
+class _Batch:
+    records: list[log.ActionRecord] = field(default_factory=list)
+    new_concepts: list[str] = field(default_factory=list)
+    changed: set[str] = field(default_factory=set)
+    spans: dict[str, list[dict]] = field(default_factory=dict)
+    evidence: list[dict] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)
+    residuals: list[dict] = field(default_factory=list)
+
+
+def _flush(mem: _Memory, batch: _Batch) -> None:
+    started = time.perf_counter()
+    existing = [c for c in batch.changed if c in mem.persisted]
+    with mem.store.staging.begin() as conn:
+        if existing:
+            stored: dict[str, list] = {}
+            for chunk in _chunks(existing):
+                for r in conn.execute(
+                    select(canonical_concepts.c.concept_id, canonical_concepts.c.evidence_spans).where(
+                        canonical_concepts.c.concept_id.in_(chunk)
+                    )
+                ):
+                    stored[r.concept_id] = list(r.evidence_spans or [])
+            cols = [c.name for c in HEAD_COLUMNS if c.name != "concept_id"]
+            stmt = (
+                update(canonical_concepts)
+                .where(canonical_concepts.c.concept_id == bindparam("b_concept_id"))
+                .values({name: bindparam(f"b_{name}") for name in [*cols, "evidence_spans"]})
+            )
+            params = []
+            for cid in existing:
+                head = mem.heads[cid]
+                p = {f"b_{name}": head[name] for name in cols}
+                p["b_concept_id"] = cid
+                p["b_evidence_spans"] = stored[cid] + batch.spans.get(cid, [])
+                params.append(p)
+            conn.execute(stmt, params)
+        if batch.new_concepts:
+            conn.execute(
+                insert(canonical_concepts),
+                [{**mem.heads[c], "evidence_spans": batch.spans.get(c, [])} for c in batch.new_concepts],
+            )
+        if batch.evidence:
+            conn.execute(insert(concept_evidence), batch.evidence)
+        if batch.links:
+            conn.execute(
+                update(mentions)
+                .where(mentions.c.mention_id == bindparam("b_mention_id"))
+                .values(consolidated_id=bindparam("b_concept_id")),
+                batch.links,
+            )
+        if batch.residuals:
+            conn.execute(insert(residuals), batch.residuals)
+        log.append(conn, batch.records)
+    mem.persisted.update(batch.new_concepts)
+    mem.report.write_seconds += time.perf_counter() - started
+    mem.report.batches += 1
+
+
+def _decision_record(
+    run_id: str, cand: Candidate, cid: str | None, d: Decision, prior, new, now
+) -> log.ActionRecord:
+    return log.ActionRecord(
+        action=d.action,
+        actor=ACTOR,
+        concept_id=cid,
+        mention_id=cand.mention_id,
+        scores={**d.scores, "reason_code": d.reason_code},
+        rationale=d.rationale,
+        cited_message_ids=[cand.message_id],
+        prior_state=prior,
+        new_state=new,
+        run_id=run_id,
+        recorded_at=now,
+    )
+
+
+def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decision, now) -> None:
+    mem.report.actions["reject"] += 1
+    mem.report.reject_reasons[d.reason_code] += 1
+    payload = {
+        "title": cand.title,
+        "type": cand.type,
+        "description": cand.description,
+        "confidence": cand.confidence,
+    }
+    batch.residuals.append(
+        dict(
+            stage=STAGE,
+            segment_id=cand.segment_id,
+            message_id=cand.message_id,
+            mention_id=cand.mention_id,
+            reason_code=d.reason_code,
+            reason=d.rationale,
+            payload={**payload, "scores": d.scores},
+            recorded_at=now,
+        )
+    )
+    batch.records.append(_decision_record(run_id, cand, None, d, None, None, now))
+
+
+def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.ndarray, d: Decision) -> None:
+    now = utcnow()
+    index = mem.index
+    mem.report.reasons[d.reason_code] += 1
+    if d.action == "reject":
+        _reject(mem, batch, run_id, cand, d, now)
+        return
+    if d.action == "create":
+        cid = stable_uuid("concept", mem.store.name, cand.mention_id)
+        patch = create_patch(cid, cand, mem.config.policy, now)
+        head: dict = {}
+        spans = apply_patch(head, patch)
+        mem.heads[cid] = head
+        index.add(
+            cid, vec, head["type"], [head["title"], *head["aliases"]], head["first_seen"], head["last_seen"]
+        )
+        batch.new_concepts.append(cid)
+        batch.records.append(_decision_record(run_id, cand, cid, d, None, patch, now))
+    else:
+        cid = d.concept_id
+        head = mem.heads[cid]
+        prior, patch = evidence_patch(
+            head, cand, mem.config.policy, now, duplicate=d.duplicate_span, refine=d.action == "refine"
+        )
+        spans = apply_patch(head, patch)
+        if "aliases" in patch:
+            index.set_names(cid, [head["title"], *head["aliases"]])
+        if d.action == "refine":
+            index.set_vector(cid, mem.embed([concept_embedding_key(head["title"], head["description"])])[0])
+            mem.report.refined_concepts.add(cid)
+        batch.changed.add(cid)
+        batch.records.append(_decision_record(run_id, cand, cid, d, prior, patch, now))
+    mem.report.actions[d.action] += 1
+    index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
+    for span in spans:
+        mem.held_spans.add((cid, span["message_id"], span["char_start"], span["char_end"]))
+        mem.best_evidence[cid] = max(mem.best_evidence.get(cid, 0.0), span["confidence"])
+        batch.spans.setdefault(cid, []).append(span)
+        batch.evidence.append(log.evidence_row(cid, cand.mention_id, span))
+    batch.links.append({"b_mention_id": cand.mention_id, "b_concept_id": cid})
+
+
+def _resolve_relations(mem: _Memory, run_id: str) -> None:
+    """Typed relations the extractor proposed (by target title), once their targets exist as concepts."""
+    index = mem.index
+    added: dict[str, dict[tuple[str, str], float]] = {}
+    cited: dict[str, list[str]] = {}
+    with mem.store.staging.connect() as conn:
+        rows = conn.execute(
+            select(mentions.c.consolidated_id, mentions.c.message_id, mentions.c.relations).where(
+                mentions.c.consolidated_id.is_not(None), cast(mentions.c.relations, Text) != "[]"
+            )
+        ).all()
+    for cid, message_id, relations in rows:
+        if cid not in mem.heads:
+            continue
+        current = {(r["target_id"], r["relation"]): r["confidence"] for r in mem.heads[cid]["relations"]}
+        for rel in relations or []:
+            if rel.get("relation") not in RELATION_TYPES:
+                continue
+            targets = sorted(
+                index.concepts_named(rel.get("target_title", "")) - {cid},
+                key=lambda t: (-mem.heads[t]["support_count"], t),
+            )
+            if not targets:
+                continue
+            key = (targets[0], rel["relation"])
+            conf = round(float(rel.get("confidence", 0.0)), 4)
+            have = added.get(cid, {}).get(key, current.get(key))
+            if have is None or conf > have:
+                added.setdefault(cid, {})[key] = conf
+                cited.setdefault(cid, []).append(message_id)
+    if not added:
+        return
+    batch = _Batch()
+    now = utcnow()
+    for cid in sorted(added):
+        head = mem.heads[cid]
+        merged = {(r["target_id"], r["relation"]): r["confidence"] for r in head["relations"]}
+        merged.update(added[cid])
+        relations = [
+            {"target_id": t, "relation": rel, "confidence": c} for (t, rel), c in sorted(merged.items())
+        ]
+        prior = {"relations": head["relations"], "recorded_at": head["recorded_at"]}
+        patch = {"relations": relations, "recorded_at": now}
+        apply_patch(head, patch)
+        batch.changed.add(cid)
+        mem.report.relations_added += len(added[cid])
+        rationale = (
+            "typed relations proposed by the extractor, targets resolved by exact title/alias: "
+            + ", ".join(f"{rel} → {mem.heads[t]['title']}" for (t, rel) in sorted(added[cid]))
+        )
+        batch.records.append(
+            log.ActionRecord(
+                action="relate",
+                actor=ACTOR,
+                concept_id=cid,
+                mention_id=None,
+                scores={"relations": len(added[cid])},
+                rationale=rationale,
+                cited_message_ids=sorted(set(cited[cid])),
+                prior_state=prior,
+                new_state=patch,
+                run_id=run_id,
+                recorded_at=now,
+            )
+        )
+    mem.report.actions["relate"] += len(batch.records)
+    _flush(mem, batch)
+
+
+def consolidate(
+    store: CorpusStore,
+    embedder: Embedder,
+    config: LoopConfig | None = None,
+    run_id: str | None = None,
+    adjudicator: Adjudicator | None = None,
+    log_fn: Callable[[str], None] | None = None,
+) -> LoopReport:
+    """Consolidate every mention not yet linked or rejected. The caller holds the corpus write lock."""
+    config = config or LoopConfig()
+    started = time.perf_counter()
+    report = LoopReport(run_id=run_id or uuid.uuid4().hex)
+    mem = _Memory(store, embedder, config, report)
+    mem.load()
+    router = Router(config.rules, adjudicator)
+    pending = _pending_ids(store)
+    report.pending = len(pending)
+    rejected_vectors: list[np.ndarray] = []
+    for ids in _chunks(pending, config.batch_size):
+        cands, texts, live = _load_batch(store, ids)
+        vectors = mem.embed([c.embedding_key for c in cands])
+        t0 = time.perf_counter()
+        presims = mem.index.batch_similarities(vectors)
+        report.retrieval_seconds += time.perf_counter() - t0
+        batch = _Batch()
+        for cand, vec, row_sims in zip(cands, vectors, presims, strict=True):
+            report.processed += 1
+            decision = router.screen(cand, texts.get(cand.message_id), cand.segment_id in live)
+            if decision is None:
+                t0 = time.perf_counter()
+                hits = mem.index.retrieve(
+                    vec,
+                    cand.names,
+                    cand.message_created_at,
+                    cand.segment_id,
+                    cand.conversation_id,
+                    presims=row_sims,
+                )
+                views = {h.concept_id: mem.view(h.concept_id, cand) for h in hits}
+                decision = router.route(cand, hits, views)
+                report.retrieval_seconds += time.perf_counter() - t0
+            if decision.action == "reject":
+                rejected_vectors.append(vec)
+            _apply(mem, batch, report.run_id, cand, vec, decision)
+        _flush(mem, batch)
+        if log_fn:
+            log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.heads)} concepts")
+    _resolve_relations(mem, report.run_id)
+    if rejected_vectors:
+        report.residual_novelty = [
+            round(1.0 - float(s), 4) for s in mem.index.max_similarity(np.stack(rejected_vectors))
+        ]
+    report.concepts_after = len(mem.heads)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,233 @@
+"""Quality figures of the concept memory (DESIGN §9), computed from the stores.
+
+- coverage: share of live segments holding evidence of a live (active/weak) concept; high-confidence
+  coverage counts only active concepts with confidence ≥ `high_confidence`.
+- purity: evidence homogeneity of a concept = mean pairwise cosine of the candidates it absorbed (their
+  "{title}: {description}" keys, the texts the loop matched on; vectors come from the embedding cache).
+  For unit vectors v_1..v_n: (|Σv|² − n) / (n(n−1)). Reported over concepts with ≥ 2 pieces of evidence.
+- grounding: share of live concepts whose every evidence span still equals its message text.
+- compression: linked mentions per live concept; residual share: memory-loop residuals per mention.
+- churn (of a run): share of live concepts whose description was rewritten (refined) in the run.
+- residual novelty (of a run): mean of 1 − (best cosine to any concept) over the run's rejected candidates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from sqlalchemy import func, select
+
+from memory_core.embeddings.base import Embedder
+from memory_core.memory_loop.loop import LIVE_STATES, STAGE, LoopReport
+from memory_core.ontology.concepts import concept_embedding_key
+from memory_core.store.db import CorpusStore
+from memory_core.store.schema import (
+    canonical_concepts,
+    concept_evidence,
+    mentions,
+    messages,
+    residuals,
+    segments,
+)
+
+_CHUNK = 500
+
+
+def coverage(store: CorpusStore, high_confidence: float = 0.7) -> dict:
+    live = canonical_concepts.c.state.in_(LIVE_STATES)
+    with store.staging.connect() as conn:
+        total = conn.execute(
+            select(func.count()).select_from(segments).where(segments.c.superseded_at.is_(None))
+        ).scalar_one()
+        joined = concept_evidence.join(
+            canonical_concepts, canonical_concepts.c.concept_id == concept_evidence.c.concept_id
+        ).join(segments, segments.c.segment_id == concept_evidence.c.segment_id)
+        base = (
+            select(func.count(func.distinct(concept_evidence.c.segment_id)))
+            .select_from(joined)
+            .where(segments.c.superseded_at.is_(None), concept_evidence.c.status == "active")
+        )
+        covered = conn.execute(base.where(live)).scalar_one()
+        high = conn.execute(
+            base.where(
+                canonical_concepts.c.state == "active", canonical_concepts.c.confidence >= high_confidence
+            )
+        ).scalar_one()
+    return {
+        "segments": total,
+        "coverage": round(covered / total, 4) if total else 0.0,
+        "high_confidence_coverage": round(high / total, 4) if total else 0.0,
+    }
+
+
+def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> dict:
+    keys: dict[str, list[str]] = defaultdict(list)
+    with store.staging.connect() as conn:
+        rows = conn.execute(
+            select(mentions.c.consolidated_id, mentions.c.title, mentions.c.description)
+            .join(canonical_concepts, canonical_concepts.c.concept_id == mentions.c.consolidated_id)
+            .where(canonical_concepts.c.state.in_(LIVE_STATES))
+        ).all()
+    for cid, title, description in rows:
+        keys[cid].append(concept_embedding_key(title, description))
+    multi = {cid: ks for cid, ks in keys.items() if len(ks) >= 2}
+    if not multi:
+        return {
+            "purity": 1.0,
+            "purity_min": 1.0,
+            "concepts_scored": 0,
+            "impure_concepts": 0,
+            "purity_by_concept": {},
+        }
+    texts = sorted({k for ks in multi.values() for k in ks})
+    position = {t: i for i, t in enumerate(texts)}
+    vectors = np.concatenate([embedder.embed(texts[i : i + 2048]) for i in range(0, len(texts), 2048)])
+    scores: dict[str, float] = {}
+    for cid, ks in multi.items():
+        v = vectors[[position[k] for k in ks]]
+        n = len(ks)
+        total = v.sum(axis=0)
+        scores[cid] = float((total @ total - n) / (n * (n - 1)))
+    values = np.array(list(scores.values()))
+    return {
+        "purity": round(float(values.mean()), 4),
+        "purity_min": round(float(values.min()), 4),
+        "concepts_scored": len(scores),
+        "impure_concepts": int((values < threshold).sum()),
+        "purity_by_concept": scores,
+    }
+
+
+def grounding(store: CorpusStore) -> dict:
+    """Every evidence span of every live concept re-read from the source message."""
+    with store.staging.connect() as conn:
+        spans = conn.execute(
+            select(
+                concept_evidence.c.concept_id,
+                concept_evidence.c.message_id,
+                concept_evidence.c.span_start,
+                concept_evidence.c.span_end,
+                concept_evidence.c.text,
+            )
+            .join(canonical_concepts, canonical_concepts.c.concept_id == concept_evidence.c.concept_id)
+            .where(canonical_concepts.c.state.in_(LIVE_STATES), concept_evidence.c.status == "active")
+        ).all()
+        concepts = conn.execute(
+            select(func.count()).where(canonical_concepts.c.state.in_(LIVE_STATES))
+        ).scalar_one()
+    by_message: dict[str, list] = defaultdict(list)
+    for span in spans:
+        by_message[span.message_id].append(span)
+    message_ids = sorted(by_message)
+    bad_concepts = set()
+    bad_spans = []
+    with store.source.connect() as conn:
+        for i in range(0, len(message_ids), _CHUNK):  # message texts a chunk at a time, never all at once
+            chunk = message_ids[i : i + _CHUNK]
+            texts = dict(
+                conn.execute(
+                    select(messages.c.message_id, messages.c.text).where(messages.c.message_id.in_(chunk))
+                ).all()
+            )
+            for message_id in chunk:
+                text = texts.get(message_id)
+                for s in by_message[message_id]:
+                    if text is None or text[s.span_start : s.span_end] != s.text:
+                        bad_concepts.add(s.concept_id)
+                        bad_spans.append(
+                            {
+                                "concept_id": s.concept_id,
+                                "message_id": message_id,
+                                "span": [s.span_start, s.span_end],
+                            }
+                        )
+    without_evidence = concepts - len({s.concept_id for s in spans})
+    ungrounded = len(bad_concepts) + without_evidence
+    return {
+        "concepts": concepts,
+        "evidence_spans": len(spans),
+        "grounding": round((concepts - ungrounded) / concepts, 4) if concepts else 1.0,
+        "ungrounded_concepts": ungrounded,
+        "bad_spans": bad_spans[:20],
+    }
+
+
+def totals(store: CorpusStore) -> dict:
+    with store.staging.connect() as conn:
+        n_mentions = conn.execute(select(func.count()).select_from(mentions)).scalar_one()
+        linked = conn.execute(
+            select(func.count()).where(mentions.c.consolidated_id.is_not(None))
+        ).scalar_one()
+        rejected = conn.execute(
+            select(func.count(func.distinct(residuals.c.mention_id))).where(residuals.c.stage == STAGE)
+        ).scalar_one()
+        by_state = dict(
+            conn.execute(
+                select(canonical_concepts.c.state, func.count()).group_by(canonical_concepts.c.state)
+            ).all()
+        )
+    live = sum(by_state.get(s, 0) for s in LIVE_STATES)
+    return {
+        "mentions": n_mentions,
+        "mentions_linked": linked,
+        "mentions_rejected": rejected,
+        "mentions_pending": n_mentions - linked - rejected,
+        "concepts": live,
+        "concepts_active": by_state.get("active", 0),
+        "concepts_weak": by_state.get("weak", 0),
+        "compression": round(linked / live, 3) if live else 0.0,
+        "residual_share": round(rejected / n_mentions, 4) if n_mentions else 0.0,
+    }
+
+
+def run_figures(report: LoopReport) -> dict:
+    decided = report.processed
+    return {
+        "churn": round(len(report.refined_concepts) / report.concepts_after, 4)
+        if report.concepts_after
+        else 0.0,
+        "run_residual_share": round(report.actions["reject"] / decided, 4) if decided else 0.0,
+        "residual_novelty": round(float(np.mean(report.residual_novelty)), 4)
+        if report.residual_novelty
+        else 0.0,
+    }
+
+
+def concept_sample(store: CorpusStore, limit: int = 8, spans_per_concept: int = 3) -> str:
+    """Markdown: the best-supported live concepts with their first evidence spans and message ids."""
+    with store.staging.connect() as conn:
+        rows = (
+            conn.execute(
+                select(canonical_concepts)
+                .where(canonical_concepts.c.state.in_(LIVE_STATES))
+                .order_by(
+                    canonical_concepts.c.support_count.desc(),
+                    canonical_concepts.c.confidence.desc(),
+                    canonical_concepts.c.concept_id,
+                )
+                .limit(limit)
+            )
+            .mappings()
+            .all()
+        )
+    if not rows:
+        return "_no concepts yet_"
+    out = []
+    for r in rows:
+        aliases = ", ".join(r["aliases"][:5]) or "—"
+        out.append(
+            f"**{_md(r['title'])}** ({r['type']}, {r['state']}, confidence {r['confidence']:.2f}, "
+            f"{r['support_count']} evidence, rev {r['revision_count']}) `{r['concept_id']}`  \n"
+            f"{_md(r['description'])}  \naliases: {_md(aliases)}; seen {r['first_seen']:%Y-%m-%d} → {r['last_seen']:%Y-%m-%d}"
+        )
+        for span in r["evidence_spans"][:spans_per_concept]:
+            out.append(
+                f"- “{_md(span['text'][:200])}” — message `{span['message_id']}` [{span['char_start']}:{span['char_end']}]"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    return text.replace("\n", " ").replace("|", "\\|").replace("*", "\\*")

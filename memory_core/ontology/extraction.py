@@ -1,0 +1,58 @@
+"""What a teacher (LLM or offline) returns per segment: candidate concepts with verbatim evidence and the
+user's reactions. Strict response models: every field required, no Optional, no defaults; empty is "" or [].
+
+Messages are referred to by the short handles the prompt shows (`m1`, `m2`, ...), never by UUID: a model
+copies a two-character handle reliably, the Semantic Mapper maps it back to the message id.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memory_core.ontology.concepts import ConceptType, RelationType
+from memory_core.ontology.reactions import UserReaction
+from memory_core.ontology.strict import StrictBase
+
+
+class CandidateSpan(StrictBase):
+    message_ref: str = Field(description="handle of the message holding the quote, e.g. m1")
+    quote: str = Field(description="text copied verbatim from that message (a name, a clause or a sentence)")
+    char_start: int = Field(
+        ge=0, description="best-effort offset of the quote in the message; the mapper verifies it"
+    )
+    char_end: int = Field(ge=0, description="best-effort end offset (exclusive)")
+
+
+class CandidateRelation(StrictBase):
+    target_title: str = Field(description="title of another candidate concept of this answer")
+    relation: RelationType
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class ConceptCandidate(StrictBase):
+    title: str = Field(description="short name of the concept: a name, or the fact in a few words")
+    type: ConceptType
+    description: str = Field(
+        description="one sentence restating the fact in full words, third person, with who and when "
+        "(e.g. 'Nadia is running the Chicago Marathon in October 2023.')"
+    )
+    aliases: list[str] = Field(description="other names used for the same thing in the text; [] when none")
+    confidence: float = Field(ge=0.0, le=1.0)
+    evidence: list[CandidateSpan] = Field(description="at least one verbatim quote supporting the concept")
+    relations: list[CandidateRelation] = Field(
+        description="typed relations to other candidates; [] when none"
+    )
+
+
+class ReactionCandidate(StrictBase):
+    reaction: UserReaction
+    cue: str = Field(description="the words of the evidence message, verbatim, that show the state")
+
+
+class SegmentExtraction(StrictBase):
+    """The teacher's answer for one segment."""
+
+    concepts: list[ConceptCandidate]
+    reactions: list[ReactionCandidate] = Field(
+        description="states of the people speaking; [] when none is shown"
+    )

@@ -1,0 +1,96 @@
+"""Layer 3: materialise canonical_concepts of a corpus partition (mentions written as the mapper would)."""
+
+from __future__ import annotations
+
+import dagster as dg
+from sqlalchemy import func, select
+
+from memory_assets.definitions import default_resources, defs
+from memory_assets.partitions import corpus_partitions
+from memory_core.corpora import plan_corpora, register
+from memory_core.store.schema import action_log, canonical_concepts
+from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.storage import MemoryStorage
+from tests.conftest import write_jsonl
+from tests.loop_samples import MENTIONS, add_mentions, jsonl_rows
+
+# hashing vectors agree less than a sentence model's on paraphrases: a shared name needs less cosine
+RUN_CONFIG = {"ops": {"canonical_concepts": {"config": {"alias_attach_similarity": 0.3, "batch_size": 4}}}}
+
+
+def _materialize(instance, home, selection, run_config=None):
+    return dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        selection=selection,
+        instance=instance,
+        partition_key="dana",
+        resources={
+            **default_resources(),
+            "storage": MemoryStorage(home=str(home.root)),
+            "embeddings": EmbeddingsResource(provider="hashing"),
+        },
+        run_config=run_config,
+    )
+
+
+def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
+    register(home, plan_corpora("dana", write_jsonl(tmp_path / "dana.jsonl", jsonl_rows())))
+    instance.add_dynamic_partitions(corpus_partitions.name, ["dana"])
+    assert _materialize(instance, home, dg.AssetSelection.assets("messages", "segments")).success
+    add_mentions(home.corpus("dana"), MENTIONS)  # what the mentions asset writes
+
+    result = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
+    assert result.success
+    meta = {
+        k: v.value
+        for k, v in result.asset_materializations_for_node("canonical_concepts")[0].metadata.items()
+    }
+    assert meta["mentions_processed"] == 15 and meta["created"] == 7 and meta["attached"] == 3
+    assert (
+        meta["refined"] == 1
+        and meta["rejected"] == 4
+        and meta["concepts"] == 7
+        and meta["mentions_pending"] == 0
+    )
+    assert (
+        meta["evidence_grounding"] == 1.0
+        and meta["coverage"] == 1.0
+        and meta["compression"] == round(11 / 7, 3)
+    )
+    assert meta["embedding_model"] == "hashing-256" and "**garden planner app**" in meta["concept_sample"]
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert set(evaluations) == {
+        "evidence_grounding",
+        "concept_purity",
+        "mentions_accounted",
+        "action_log_replays",
+    }
+    assert all(
+        evaluations[name].passed
+        for name in ("evidence_grounding", "mentions_accounted", "action_log_replays")
+    )
+    assert evaluations["concept_purity"].severity == dg.AssetCheckSeverity.WARN
+    assert evaluations["evidence_grounding"].severity == dg.AssetCheckSeverity.ERROR
+
+    store = home.corpus("dana")
+    with store.staging.connect() as conn:
+        before = [
+            dict(r)
+            for r in conn.execute(
+                select(canonical_concepts).order_by(canonical_concepts.c.concept_id)
+            ).mappings()
+        ]
+        actions = conn.execute(select(func.count()).select_from(action_log)).scalar_one()
+        run_ids = set(conn.execute(select(action_log.c.run_id)).scalars())
+    assert run_ids == {result.run_id}
+    again = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
+    meta = again.asset_materializations_for_node("canonical_concepts")[0].metadata
+    assert meta["mentions_processed"].value == 0 and meta["concepts"].value == 7
+    with store.staging.connect() as conn:
+        assert [
+            dict(r)
+            for r in conn.execute(
+                select(canonical_concepts).order_by(canonical_concepts.c.concept_id)
+            ).mappings()
+        ] == before
+        assert conn.execute(select(func.count()).select_from(action_log)).scalar_one() == actions

@@ -1,0 +1,212 @@
+"""Embedding providers, the shared cache and the resource; the OpenAI provider against a real local HTTP
+server speaking the `/v1/embeddings` API through the real `openai` client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from memory_core.embeddings import CachedEmbedder, Embedder, EmbeddingCache, HashingEmbedder, OpenAIEmbedder
+from memory_resources.embeddings import EmbeddingsConfigError, EmbeddingsResource
+
+
+class CountingEmbedder(Embedder):
+    def __init__(self):
+        self.inner = HashingEmbedder(64)
+        self.model_name, self.dim = "counting-64", 64
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_cache_computes_only_misses_and_persists(tmp_path):
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite"))
+    first = cached.embed(["Max: Dana's dog", "garden planner app: an app", "Max: Dana's dog"])
+    assert inner.calls == [
+        ["Max: Dana's dog", "garden planner app: an app"]
+    ]  # a repeated text is computed once
+    assert first.shape == (3, 64) and first.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(first[0], first[2])
+    second = cached.embed(["garden planner app: an app", "Berlin marathon: a goal"])
+    assert inner.calls[-1] == ["Berlin marathon: a goal"]
+    np.testing.assert_array_equal(second[0], first[1])
+    assert (cached.stats.requested, cached.stats.hits, cached.stats.computed) == (5, 2, 3)
+    assert cached.embed([]).shape == (0, 64)
+    # another process (another corpus) opening the same file reuses every vector; other models do not
+    again = CountingEmbedder()
+    reopened = CachedEmbedder(again, EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite"))
+    np.testing.assert_array_equal(reopened.embed(["Max: Dana's dog"])[0], first[0])
+    assert again.calls == []
+    other = CachedEmbedder(HashingEmbedder(64), reopened.cache)
+    other.embed(["Max: Dana's dog"])
+    assert reopened.cache.count() == 4 and reopened.cache.count("counting-64") == 3
+
+
+def test_cache_writes_before_returning(tmp_path):
+    class Exploding(CountingEmbedder):
+        def embed(self, texts):
+            if len(self.calls) == 1:
+                raise RuntimeError("model crashed")
+            return super().embed(texts)
+
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    cached = CachedEmbedder(Exploding(), cache)
+    cached.embed(["a text"])
+    with pytest.raises(RuntimeError):
+        cached.embed(["a text", "another"])
+    assert cache.count() == 1  # the finished vector survived the crash of the next call
+
+
+# ------------------------------------------------------------------------------------------------ OpenAI API
+class EmbeddingsAPI(BaseHTTPRequestHandler):
+    """POST /v1/embeddings like OpenAI: data[] with index, returned shuffled; one scripted failure first."""
+
+    vectors = HashingEmbedder(32)
+    requests: list[dict] = []
+    fail_first_with: int | None = None
+
+    def do_POST(self):  # noqa: N802 - http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
+        if type(self).fail_first_with:
+            status, type(self).fail_first_with = type(self).fail_first_with, None
+            self._send(
+                status, {"error": {"message": "try again", "type": "server_error"}}, {"retry-after-ms": "10"}
+            )
+            return
+        inputs = body["input"]
+        if any(not t for t in inputs):
+            self._send(400, {"error": {"message": "input cannot be empty", "type": "invalid_request_error"}})
+            return
+        dim = body.get("dimensions", 32)
+        vecs = self.vectors.embed(inputs)[:, :dim] * 3.0  # not normalised: the client must normalise
+        data = [
+            {"object": "embedding", "index": i, "embedding": vecs[i].tolist()} for i in range(len(inputs))
+        ][::-1]
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+        )
+
+    def _send(self, status, payload, headers=None):
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def embeddings_server():
+    EmbeddingsAPI.requests = []
+    EmbeddingsAPI.fail_first_with = None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EmbeddingsAPI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_embedder_batches_orders_and_normalises(embeddings_server):
+    texts = [
+        "Max: Dana's dog",
+        "garden planner app: an app",
+        "Berlin marathon: a goal",
+        "Flutter: a framework",
+        "",
+    ]
+    emb = OpenAIEmbedder(
+        "text-embedding-3-small", api_key="sk-test", base_url=embeddings_server, batch_size=2
+    )
+    vectors = emb.embed(texts)
+    assert vectors.shape == (5, 32) and emb.dim == 32 and emb.requests == 3
+    np.testing.assert_allclose(np.linalg.norm(vectors[:4], axis=1), 1.0, rtol=1e-5)
+    # rows come back in request order although the server answers in reverse
+    np.testing.assert_allclose(vectors[:4], HashingEmbedder(32).embed(texts[:4]), atol=1e-6)
+    reqs = EmbeddingsAPI.requests
+    assert [r["path"] for r in reqs] == ["/v1/embeddings"] * 3 and reqs[0]["auth"] == "Bearer sk-test"
+    assert [len(r["body"]["input"]) for r in reqs] == [2, 2, 1] and reqs[2]["body"]["input"] == [" "]
+    assert reqs[0]["body"]["encoding_format"] == "float" and "dimensions" not in reqs[0]["body"]
+
+
+def test_openai_embedder_retries_and_passes_dimensions(embeddings_server):
+    EmbeddingsAPI.fail_first_with = 503
+    emb = OpenAIEmbedder(
+        "text-embedding-3-small", api_key="sk-test", base_url=embeddings_server, dimensions=16, max_retries=2
+    )
+    assert emb.model_name == "openai:text-embedding-3-small@16"
+    vectors = emb.embed(["Max: Dana's dog"])
+    assert vectors.shape == (1, 16)
+    assert len(EmbeddingsAPI.requests) == 2 and EmbeddingsAPI.requests[1]["body"]["dimensions"] == 16
+    EmbeddingsAPI.fail_first_with = 429
+    no_retry = OpenAIEmbedder("m", api_key="sk-test", base_url=embeddings_server, max_retries=0)
+    import openai
+
+    with pytest.raises(openai.RateLimitError):
+        no_retry.embed(["x"])
+
+
+def test_resource_builds_providers_and_resolves_the_key_at_run_time(home, monkeypatch, embeddings_server):
+    hashing = EmbeddingsResource(provider="hashing", hashing_dim=64).cached_embedder(home)
+    assert isinstance(hashing, CachedEmbedder) and hashing.model_name == "hashing-64"
+    assert (home.cache_dir / "embeddings.sqlite").exists()
+    assert isinstance(
+        EmbeddingsResource(provider="hashing", use_cache=False).cached_embedder(home), HashingEmbedder
+    )
+    local = EmbeddingsResource().embedder()
+    assert (
+        local.model_name == "sentence-transformers/all-MiniLM-L6-v2" and local._model is None
+    )  # loads lazily
+    monkeypatch.delenv("MEMORY_TEST_EMBED_KEY", raising=False)
+    resource = EmbeddingsResource(
+        provider="openai",
+        model="text-embedding-3-small",
+        base_url=embeddings_server,
+        api_key_env="MEMORY_TEST_EMBED_KEY",
+    )
+    with pytest.raises(EmbeddingsConfigError, match="MEMORY_TEST_EMBED_KEY") as err:
+        resource.embedder()
+    assert "sk-" not in str(err.value)
+    monkeypatch.setenv("MEMORY_TEST_EMBED_KEY", "sk-from-env")
+    vectors = resource.cached_embedder(home).embed(["Max: Dana's dog"])
+    assert vectors.shape == (1, 32) and EmbeddingsAPI.requests[-1]["auth"] == "Bearer sk-from-env"
+    with pytest.raises(EmbeddingsConfigError, match="needs `model`"):
+        EmbeddingsResource(provider="openai", api_key="k").embedder()
+
+
+@pytest.mark.slow
+def test_local_minilm_embeds_meaningfully(home):
+    embedder = EmbeddingsResource(provider="local", batch_size=16).cached_embedder(home)
+    texts = [
+        "Max: Dana's dog, digs up the tomato beds",
+        "Max: the dog who ate Dana's running shoes",
+        "Berlin marathon: Dana's goal to run a marathon in September",
+    ]
+    v = embedder.embed(texts)
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.1
+    np.testing.assert_array_equal(embedder.embed(texts[:1])[0], v[0])  # second time from the cache
+    assert embedder.stats.hits == 1

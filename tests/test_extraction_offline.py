@@ -1,0 +1,315 @@
+"""Layer 2: the offline teacher, the reaction lexicon, the Semantic Mapper's verification, and the gold-set
+scorer, on small real inputs."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from memory_core.extraction.mapper import locate, map_extraction, normalise_title
+from memory_core.extraction.offline_teacher import OfflineTeacher
+from memory_core.extraction.reactions import classify_reactions
+from memory_core.extraction.scoring import iou, match, score_teacher
+from memory_core.extraction.teacher import MessageView, SegmentInput
+from memory_core.extraction.text import clauses, resolve_relative_date, restate, sentences
+from memory_core.gold import GOLD_DIR, load_extraction_gold
+from memory_core.ontology.extraction import (
+    CandidateSpan,
+    ConceptCandidate,
+    ReactionCandidate,
+    SegmentExtraction,
+)
+from memory_core.ontology.reactions import UserReaction
+
+NOW = datetime(2024, 1, 1)
+REF = datetime(2023, 5, 8, 13, 56)  # a Monday
+
+
+def view(text, ref="m1", role="user", author="user", start=0, end=None, person=True, when=REF) -> MessageView:
+    return MessageView(
+        ref, f"id-{ref}", role, author, person, text, start, len(text) if end is None else end, when
+    )
+
+
+def segment(*views, fmt="chatgpt", speakers=()) -> SegmentInput:
+    return SegmentInput("seg-1", "conv-1", fmt, tuple(views), tuple(speakers))
+
+
+def extract(*views, **kw) -> dict[tuple[str, str], ConceptCandidate]:
+    result = OfflineTeacher().extract(segment(*views, **kw))
+    assert result.outcome == "ok"
+    out = {}
+    for c in result.extraction.concepts:
+        for span in c.evidence:
+            out[(c.type, span.quote)] = c
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ text
+def test_sentences_and_clauses_keep_exact_offsets():
+    text = "Thanks, that fixed it! I'm so happy, I was stuck on this for two days. See e.g. the docs."
+    spans = sentences(text)
+    assert [text[a:b] for a, b in spans] == [
+        "Thanks, that fixed it!",
+        "I'm so happy, I was stuck on this for two days.",
+        "See e.g. the docs.",
+    ]
+    a, b = spans[1]
+    assert [text[x:y] for x, y, _ in clauses(text, a, b)] == [
+        "I'm so happy",
+        "I was stuck on this for two days.",
+    ]
+    quoted = "we discussed 'Tomorrow, and Tomorrow, and Tomorrow' at length"
+    assert len(clauses(quoted, 0, len(quoted))) == 1  # never cut inside a quoted title
+
+
+def test_restate_first_person_in_third_person():
+    assert restate("I'm nervous about my race", "Nadia", "Nadia's") == "Nadia is nervous about Nadia's race"
+    assert restate("I usually go to the gym", "the user", "the user's") == "The user usually goes to the gym"
+    assert restate("I've decided to quit", "Tomas", "Tomas's") == "Tomas has decided to quit"
+    assert (
+        restate("I went to a support group", "Caroline", "Caroline's") == "Caroline went to a support group"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "future", "expected"),
+    [
+        ("I went there yesterday", False, "7 May 2023"),
+        ("two days ago I ran", False, "6 May 2023"),
+        ("last week we met", False, "the week before 8 May 2023"),
+        ("last Tuesday", False, "2 May 2023"),
+        ("next Thursday", True, "11 May 2023"),
+        ("last month", False, "April 2023"),
+        ("last year", False, "2022"),
+        ("I live here", False, None),
+    ],
+)
+def test_relative_dates_resolve_against_the_message_time(text, future, expected):
+    assert resolve_relative_date(text, REF, future=future) == expected
+
+
+# ------------------------------------------------------------------------------------------------ teacher
+def test_first_person_statements_become_typed_facts_with_restated_descriptions():
+    found = extract(
+        view(
+            "I went to a LGBTQ support group yesterday and it was so powerful.",
+            author="Caroline",
+            role="user",
+        ),
+        view(
+            "My sister Priya is getting married in Jaipur on March 14, and I need to find a gift.",
+            ref="m2",
+            author="Melanie",
+            role="assistant",
+        ),
+        fmt="locomo",
+        speakers=("Caroline", "Melanie"),
+    )
+    event = found[("event", "I went to a LGBTQ support group yesterday")]
+    assert event.description == "Caroline went to a LGBTQ support group yesterday (7 May 2023)."
+    assert found[("goal", "I need to find a gift")].description.startswith("Melanie needs to find a gift")
+    priya = found[("entity", "Priya")]
+    assert priya.description.startswith("Priya is Melanie's sister.")
+    assert ("entity", "Caroline") not in found and ("entity", "Melanie") not in found
+
+
+def test_questions_greetings_courtesy_and_assistants_carry_no_personal_facts():
+    found = extract(
+        view("Hey Mel! Can you recommend a podcast? I'll keep you posted. Thanks, Mel!", author="Caroline"),
+        view(
+            "Sure! I think you would enjoy Hardcore History by Dan Carlin.",
+            ref="m2",
+            role="assistant",
+            author="assistant",
+            person=False,
+        ),
+        fmt="chatgpt",
+        speakers=("Caroline", "Melanie"),
+    )
+    assert {t for t, _ in found} == {"entity"}
+    assert {q for _, q in found} == {"Hardcore History", "Dan Carlin"}
+    assert "mentioned by the assistant" in found[("entity", "Dan Carlin")].description
+
+
+def test_spans_are_exact_and_relative_to_the_piece():
+    text = "Intro paragraph about nothing.\n\nI adopted a puppy named Max last week."
+    piece_start = text.index("I adopted")
+    result = OfflineTeacher().extract(segment(view(text, start=piece_start)))
+    for c in result.extraction.concepts:
+        for s in c.evidence:
+            assert text[piece_start + s.char_start : piece_start + s.char_end] == s.quote
+            assert piece_start + s.char_start >= piece_start
+    quotes = {s.quote for c in result.extraction.concepts for s in c.evidence}
+    assert "Max" in quotes and not any("Intro" in q for q in quotes)
+
+
+def test_projects_and_names_given_to_them():
+    found = extract(
+        view("I'm building a Flask app called Ledgerly, and I'm also writing a novel about lighthouses.")
+    )
+    assert ("project", "Ledgerly") in found and ("entity", "Flask") in found
+    assert ("project", "a novel about lighthouses") in found
+
+
+def test_reaction_lexicon_explicit_inferred_other_and_negation():
+    def states(text):
+        return [
+            (r.state, r.epistemic_status, text[r.cue_start : r.cue_end]) for r in classify_reactions(text)
+        ]
+
+    assert states("I'm so frustrated, the build broke again.")[0] == (
+        "Frustration",
+        "explicit",
+        "I'm so frustrated",
+    )
+    assert states("Ugh, it still doesn't work.")[0][:2] == ("Frustration", "inferred")
+    assert states("I feel so nostalgic today") == [("Other", "explicit", "I feel so nostalgic")]
+    assert states("I'm not worried at all.") == []
+    r = classify_reactions("I feel so nostalgic today")[0]
+    assert r.state_raw == "nostalgic" and r.valence == "ambiguous"
+    UserReaction(
+        state=r.state,
+        state_raw=r.state_raw,
+        intensity=r.intensity,
+        valence=r.valence,
+        epistemic_status=r.epistemic_status,
+        evidence_message_id="m1",
+    )
+
+
+def test_offline_teacher_is_deterministic_and_fast():
+    gold = load_extraction_gold()
+    teacher = OfflineTeacher()
+    from memory_core.extraction.scoring import gold_segment
+
+    segs = [gold_segment(g, ("Nadia", "Tomas")) for g in gold] * 5
+    first = [teacher.extract(s).extraction.model_dump_json() for s in segs]
+    import time
+
+    started = time.perf_counter()
+    second = [teacher.extract(s).extraction.model_dump_json() for s in segs]
+    per_message_ms = (time.perf_counter() - started) * 1000 / len(segs)
+    assert first == second
+    assert per_message_ms < 20, per_message_ms
+
+
+# ------------------------------------------------------------------------------------------------ mapper
+def test_locate_fixes_offsets_or_rejects():
+    m = view("Alpha beta. Gamma “delta”  epsilon. Alpha beta again.", start=0, end=36)
+    assert locate(m, "Alpha beta", 0) == (0, 10, "exact")
+    assert locate(m, "Gamma", 2) == (12, 17, "offset_fixed")
+    assert locate(m, "Gamma.", 12) == (12, 17, "trimmed")
+    assert locate(m, 'gamma "delta" epsilon', 0)[2] == "normalised"
+    a, b, _ = locate(m, 'gamma "delta" epsilon', 0)
+    assert m.text[a:b] == "Gamma “delta”  epsilon"
+    assert locate(m, "again", 0) == (None, None, "span_outside_segment")
+    assert locate(m, "zeta", 0) == (None, None, "span_not_in_message")
+    assert locate(m, "  ", 0) == (None, None, "empty_span")
+
+
+def _candidate(title, quote, ref="m1", type_="entity", start=0):
+    return ConceptCandidate(
+        title=title,
+        type=type_,
+        description="",
+        aliases=[" Kyoto ", "kyoto city", "Kyoto City"],
+        confidence=0.9,
+        evidence=[CandidateSpan(message_ref=ref, quote=quote, char_start=start, char_end=start + len(quote))],
+        relations=[],
+    )
+
+
+def test_mapper_normalises_verifies_and_records_residuals():
+    seg = segment(
+        view("I want to visit Kyoto in April."),
+        view("Kyoto is lovely then.", ref="m2", role="assistant", person=False),
+    )
+    answer = SegmentExtraction(
+        concepts=[
+            _candidate("  **Kyoto** ", "Kyoto", start=40),  # wrong offsets → fixed
+            _candidate("Kyoto", "Kyoto", ref="m2"),  # same concept again → merged
+            _candidate("", "Kyoto"),  # empty title → rejected
+            _candidate("Osaka", "Osaka"),  # not in the message → rejected
+            _candidate("Tokyo", "Kyoto", ref="m9"),  # unknown message → rejected
+        ],
+        reactions=[
+            ReactionCandidate(
+                reaction=UserReaction(
+                    state="Joy",
+                    state_raw="",
+                    intensity=0.5,
+                    valence="positive",
+                    epistemic_status="inferred",
+                    evidence_message_id="m2",
+                ),
+                cue="lovely",
+            ),
+            ReactionCandidate(
+                reaction=UserReaction(
+                    state="Determination",
+                    state_raw="",
+                    intensity=0.5,
+                    valence="positive",
+                    epistemic_status="inferred",
+                    evidence_message_id="m1",
+                ),
+                cue="I want to",
+            ),
+        ],
+    )
+    out = map_extraction(seg, answer, "test", NOW)
+    assert [(m["title"], m["message_id"], m["surface"], m["span_start"]) for m in out.mentions] == [
+        ("Kyoto", "id-m1", "Kyoto", 16),
+        ("Kyoto", "id-m2", "Kyoto", 0),
+    ]
+    assert out.mentions[0]["aliases"] == ["kyoto city"] and out.mentions[0]["description"] == "Kyoto"
+    assert {r["reason_code"] for r in out.residuals} == {
+        "empty_title",
+        "span_not_in_message",
+        "no_verified_span",
+        "unknown_message",
+        "reaction_not_from_person",
+    }
+    assert out.stats["accepted"] == 1 and out.stats["rejected"] == 3 and out.stats["merged_duplicates"] == 1
+    assert [(r["state"], r["evidence_text"]) for r in out.reactions] == [("Determination", "I want to")]
+    assert all(r["payload"] for r in out.residuals)
+    json.dumps([r["payload"] for r in out.residuals])  # residual payloads are JSON
+
+
+def test_normalise_title():
+    assert normalise_title('  "The   Overstory" ') == "The Overstory"
+    assert normalise_title("x" * 200).endswith("…") and len(normalise_title("word " * 60)) <= 121
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+def test_scorer_matching():
+    assert iou((0, 10), (5, 15)) == pytest.approx(5 / 15)
+    assert (
+        match([("entity", 0, 5), ("goal", 10, 30)], [("entity", 0, 5), ("event", 10, 28)], 0.5, typed=False)
+        == 2
+    )
+    assert (
+        match([("entity", 0, 5), ("goal", 10, 30)], [("entity", 0, 5), ("event", 10, 28)], 0.5, typed=True)
+        == 1
+    )
+
+
+def test_gold_sets_are_well_formed():
+    for name in ("extraction_gold.json", "extraction_gold_holdout.json"):
+        gold = load_extraction_gold(GOLD_DIR / name)
+        assert len(gold) >= 20
+        for g in gold:
+            for m in g.mentions:
+                assert g.text.count(m.text) == 1 and g.text[m.start : m.end] == m.text
+        assert {g.style for g in gold} == {"chatgpt", "longmemeval", "locomo"}
+
+
+def test_offline_teacher_gold_scores_do_not_regress():
+    dev = score_teacher(OfflineTeacher(), load_extraction_gold())
+    holdout = score_teacher(OfflineTeacher(), load_extraction_gold(GOLD_DIR / "extraction_gold_holdout.json"))
+    assert dev["typed"]["f1"] >= 0.9 and dev["spans"]["precision"] >= 0.9
+    assert holdout["typed"]["f1"] >= 0.85 and holdout["spans"]["precision"] >= 0.9
+    assert dev["teacher_failures"] == [] and dev["reactions"]["state_accuracy"] >= 0.8

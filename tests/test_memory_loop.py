@@ -1,0 +1,469 @@
+"""Layer 2: the memory loop's domain logic on a small real corpus (authored mentions, hashing embeddings)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select, text, update
+
+from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
+from memory_core.memory_loop import action_log as log
+from memory_core.memory_loop import metrics
+from memory_core.memory_loop.adjudication import AdjudicationDecision, LLMAdjudicator, adjudication_prompt
+from memory_core.memory_loop.candidates import Candidate
+from memory_core.memory_loop.loop import LoopConfig, consolidate
+from memory_core.memory_loop.retriever import ConceptIndex, RetrievalHit, RetrieverWeights
+from memory_core.memory_loop.router import ConceptView, Router, RouterRules
+from memory_core.ontology.strict import assert_strict_schema
+from memory_core.store.schema import (
+    action_log,
+    canonical_concepts,
+    concept_evidence,
+    mentions,
+    messages,
+    residuals,
+)
+from tests.loop_samples import MENTIONS, add_mentions, build_corpus, mention
+
+# the hashing embedder's cosines run lower than a sentence model's: a shared name needs less agreement
+HASHING = LoopConfig(rules=RouterRules(alias_attach_similarity=0.3), batch_size=4)
+T0 = datetime(2024, 1, 5, 9, 0)
+
+
+def cand(title="Max", type_="entity", description="Dana's dog", confidence=0.8, **kw) -> Candidate:
+    base = dict(
+        mention_id="m-1",
+        segment_id="s-1",
+        message_id="msg-1",
+        conversation_id="c-1",
+        span_start=0,
+        span_end=len(title),
+        surface=title,
+        title=title,
+        type=type_,
+        description=description,
+        aliases=(),
+        relations=(),
+        confidence=confidence,
+        extractor="t",
+        message_created_at=T0,
+    )
+    base.update(kw)
+    return Candidate(**base)
+
+
+def view(
+    cid="k1", type_="entity", state="active", best=0.8, description="Dana's dog", holds_span=False
+) -> ConceptView:
+    return ConceptView(cid, "Max", type_, description, [], state, best, holds_span)
+
+
+def hit(cid="k1", score=0.9, similarity=0.9, lexical=0.0) -> RetrievalHit:
+    return RetrievalHit(cid, score, similarity, lexical, 0.0, 1.0)
+
+
+# ------------------------------------------------------------------------------------------------ router
+def test_router_screens_bad_candidates():
+    router = Router()
+    good = cand()
+    assert router.screen(good, "Max", True) is None
+    assert router.screen(good, None, True).reason_code == "message_missing"
+    assert router.screen(good, "Mux", True).reason_code == "span_unverified"
+    assert router.screen(good, "Max", False).reason_code == "segment_superseded"
+    assert router.screen(cand(type_="emotion"), "Max", True).reason_code == "unknown_type"
+    assert router.screen(cand(confidence=0.1), "Max", True).reason_code == "low_confidence"
+    assert (
+        router.screen(cand(title="it", surface="it", span_end=2), "it", True).reason_code == "generic_title"
+    )
+    assert router.screen(cand(title="x", surface="x", span_end=1), "x", True).reason_code == "empty_title"
+    long_title = "I think that we should really go and see the lake this summer"
+    assert router.screen(cand(title=long_title, surface="Max"), "Max", True).reason_code == "sentence_title"
+
+
+def test_router_decisions_follow_the_rules():
+    rules = RouterRules(
+        attach_score=0.78, min_attach_similarity=0.72, alias_attach_similarity=0.55, ambiguous_score=0.62
+    )
+    router = Router(rules)
+    assert router.route(cand(), [], {}).reason_code == "no_match"
+    # strong match → attach
+    d = router.route(cand(), [hit(score=0.8, similarity=0.75)], {"k1": view()})
+    assert (d.action, d.concept_id, d.reason_code) == ("attach", "k1", "match")
+    assert d.scores["best"]["similarity"] == 0.75
+    # high fused score but cosine under the floor → not a match
+    assert router.route(cand(), [hit(score=0.8, similarity=0.6)], {"k1": view()}).action == "create"
+    # shared name with moderate agreement → attach; same name, disagreeing description → ambiguous → create
+    assert (
+        router.route(cand(), [hit(score=0.6, similarity=0.56, lexical=1.0)], {"k1": view()}).action
+        == "attach"
+    )
+    d = router.route(cand(), [hit(score=0.65, similarity=0.5, lexical=1.0)], {"k1": view()})
+    assert (d.action, d.reason_code) == ("create", "ambiguous_create")
+    # incompatible type is skipped, a compatible one further down is used
+    views = {"k1": view(type_="event"), "k2": view("k2", type_="entity")}
+    d = router.route(cand(), [hit("k1", 0.95, 0.95), hit("k2", 0.8, 0.8)], views)
+    assert (d.action, d.concept_id) == ("attach", "k2")
+    assert (
+        router.route(cand(type_="goal"), [hit("k1", 0.95, 0.95)], {"k1": view(type_="event")}).reason_code
+        == "no_match"
+    )
+    # project|entity is a listed compatible pair
+    assert router.route(cand(type_="project"), [hit()], {"k1": view(type_="entity")}).action == "attach"
+    # weak concept, more confident candidate with a new description → refine; otherwise attach
+    assert (
+        router.route(
+            cand(confidence=0.9), [hit()], {"k1": view(state="weak", best=0.4, description="a dog")}
+        ).action
+        == "refine"
+    )
+    assert (
+        router.route(
+            cand(confidence=0.42), [hit()], {"k1": view(state="weak", best=0.4, description="a dog")}
+        ).action
+        == "attach"
+    )
+    assert (
+        router.route(
+            cand(confidence=0.9), [hit()], {"k1": view(state="active", best=0.4, description="a dog")}
+        ).action
+        == "attach"
+    )
+    # the exact span is already evidence of the concept → attach without new evidence
+    d = router.route(cand(), [hit()], {"k1": view(holds_span=True)})
+    assert (d.action, d.reason_code, d.duplicate_span) == ("attach", "duplicate_span", True)
+
+
+class ScriptedLLM:
+    """A strict-schema client stand-in that answers from a script and records the prompts it got."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.prompts = []
+
+    def structured(self, system, user, response_model):
+        self.prompts.append((system, user, response_model))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return response_model.model_validate(answer)
+
+
+def test_adjudicator_decides_the_ambiguous_band_only():
+    ambiguous = [hit("k1", 0.7, 0.6), hit("k2", 0.5, 0.4)]
+    views = {"k1": view("k1"), "k2": view("k2")}
+    llm = ScriptedLLM(
+        {"decision": "attach", "concept_id": "k1", "rationale": "same dog", "confidence": 0.9},
+        {"decision": "attach", "concept_id": "k9", "rationale": "hallucinated", "confidence": 0.9},
+        {"decision": "reject", "concept_id": "", "rationale": "not a concept", "confidence": 0.8},
+        TimeoutError("endpoint timed out"),
+    )
+    router = Router(adjudicator=LLMAdjudicator(llm))
+    d = router.route(cand(), ambiguous, views)
+    assert (d.action, d.concept_id) == ("attach", "k1") and "same dog" in d.rationale
+    system, user, model = llm.prompts[0]
+    assert model is AdjudicationDecision and '"k1"' in user and '"k2"' not in user  # only the band is offered
+    assert router.route(cand(), ambiguous, views).reason_code == "adjudicator_invalid"
+    assert router.route(cand(), ambiguous, views).action == "reject"
+    d = router.route(cand(), ambiguous, views)
+    assert (d.action, d.reason_code) == ("create", "adjudicator_failed") and "TimeoutError" in d.rationale
+    # outside the band the adjudicator is never asked
+    assert router.route(cand(), [hit("k1", 0.95, 0.95)], views).action == "attach" and not llm.answers
+    assert_strict_schema(AdjudicationDecision)
+    assert "existing_concepts" in adjudication_prompt(cand(), [])[1]
+
+
+# ------------------------------------------------------------------------------------------------ retriever
+def _unit(*xs) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_retriever_fuses_signals_and_keeps_components():
+    w = RetrieverWeights(
+        similarity=0.6, lexical=0.2, graph=0.1, temporal=0.1, top_k=3, shortlist=1, temporal_scale_days=10
+    )
+    index = ConceptIndex(weights=w, capacity=1)
+    assert index.retrieve(_unit(1, 0, 0), ["max"], T0, "s", "c") == []
+    assert index.max_similarity(np.zeros((1, 3))).tolist() == [0.0]
+    index.add("dog", _unit(1, 0, 0), "entity", ["Max", "the dog"], T0, T0)
+    index.add("app", _unit(0, 1, 0), "project", ["garden planner app"], T0, T0 + timedelta(days=30))
+    index.add("far", _unit(0, 0, 1), "entity", ["Berlin"], T0 - timedelta(days=100), T0 - timedelta(days=100))
+    assert len(index) == 3 and index.matrix.shape == (3, 3)  # grew past its initial capacity
+    index.touch("app", T0, "seg-1", "conv-1")
+    hits = index.retrieve(_unit(1, 0.1, 0), ["garden app"], T0 + timedelta(days=5), "seg-1", "conv-1")
+    by_id = {h.concept_id: h for h in hits}
+    # shortlist=1 holds only the nearest by cosine ("dog"); "app" competes through the shared segment
+    assert set(by_id) == {"dog", "app"}
+    app = by_id["app"]
+    assert app.graph == 1.0 and app.temporal == 1.0 and app.lexical == pytest.approx(2 / 3)
+    assert app.score == pytest.approx(0.6 * app.similarity + 0.2 * (2 / 3) + 0.1 + 0.1)
+    dog = by_id["dog"]
+    assert dog.graph == 0.0 and dog.temporal == pytest.approx(np.exp(-0.5)) and dog.lexical == 0.0
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    # an exact alias brings a concept in however far it is in embedding space
+    hits = index.retrieve(_unit(1, 0, 0), ["berlin"], T0, "seg-9", "conv-9")
+    berlin = next(h for h in hits if h.concept_id == "far")
+    assert berlin.lexical == 1.0 and berlin.similarity == 0.0
+    assert set(hits[0].components()) == {"concept_id", "score", "similarity", "lexical", "graph", "temporal"}
+    index.set_names("far", ["Berlin marathon"])
+    assert "far" not in {h.concept_id for h in index.retrieve(_unit(1, 0, 0), ["berlin"], T0, "s", "c")}
+    assert index.max_similarity(np.stack([_unit(0, 0, 1), _unit(1, 1, 0)])) == pytest.approx(
+        [1.0, 0.7071], abs=1e-4
+    )
+
+
+def test_batched_similarities_match_per_candidate_ones():
+    rng = np.random.default_rng(7)
+
+    def unit(m):
+        return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+    index = ConceptIndex(capacity=4)
+    concepts = unit(rng.normal(size=(40, 16)))
+    for i, v in enumerate(concepts[:30]):
+        index.add(f"c{i}", v, "entity", [f"name {i}"], T0, T0)
+    queries = unit(rng.normal(size=(5, 16)))
+    presims = index.batch_similarities(queries)
+    # the batch evolves after the snapshot: new concepts, a refined (re-embedded) one
+    for i, v in enumerate(concepts[30:]):
+        index.add(f"c{30 + i}", v, "entity", [f"name {30 + i}"], T0, T0)
+    index.set_vector("c3", queries[2])
+    for q, row in zip(queries, presims, strict=True):
+        args = (q, ["name 1"], T0, "s", "c")
+        batched = [h.components() for h in index.retrieve(*args, presims=row)]
+        assert batched == [h.components() for h in index.retrieve(*args)]
+    assert index.retrieve(queries[2], [], T0, "s", "c", presims=presims[2])[0].concept_id == "c3"
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+@pytest.fixture
+def corpus(home, tmp_path):
+    store = home.corpus("dana")
+    build_corpus(store, tmp_path)
+    return store
+
+
+def _embedder(home):
+    return CachedEmbedder(HashingEmbedder(), EmbeddingCache.for_home(home))
+
+
+def _concepts(store) -> list[dict]:
+    with store.staging.connect() as conn:
+        return [
+            dict(r)
+            for r in conn.execute(
+                select(canonical_concepts).order_by(canonical_concepts.c.concept_id)
+            ).mappings()
+        ]
+
+
+def _evidence(store) -> list[tuple]:
+    with store.staging.connect() as conn:
+        return sorted(tuple(r) for r in conn.execute(select(concept_evidence)))
+
+
+def test_consolidate_routes_every_mention(corpus, home):
+    report = consolidate(corpus, _embedder(home), HASHING, run_id="run-1")
+    assert report.processed == len(MENTIONS) == 15
+    assert dict(report.actions) == {"create": 7, "attach": 3, "refine": 1, "reject": 4, "relate": 2}
+    assert dict(report.reject_reasons) == {
+        "generic_title": 1,
+        "low_confidence": 1,
+        "span_unverified": 1,
+        "unknown_type": 1,
+    }
+    concepts = {(c["title"], c["type"]): c for c in _concepts(corpus)}
+    assert len(concepts) == 7
+    app = concepts[("garden planner app", "project")]
+    assert app["support_count"] == 3 and app["state"] == "active" and "garden app" in app["aliases"]
+    assert (app["first_seen"], app["last_seen"]) == (datetime(2024, 1, 5, 9, 0), datetime(2024, 2, 10, 18, 0))
+    assert [s["text"] for s in app["evidence_spans"]] == ["garden planner app"] * 3
+    beds = concepts[
+        ("tomato beds", "entity")
+    ]  # created weak from a vague mention, refined by a confident one
+    assert beds["revision_count"] == 1 and beds["state"] == "active" and "compost" in beds["description"]
+    assert (
+        concepts[("Berlin marathon", "goal")]["concept_id"]
+        != concepts[("Berlin marathon", "event")]["concept_id"]
+    )
+    assert concepts[("Flutter", "entity")]["state"] == "weak"
+    max_dog = concepts[("Max", "entity")]
+    assert max_dog["relations"] == [
+        {"target_id": beds["concept_id"], "relation": "conflicts_with", "confidence": 0.6}
+    ]
+    habit = concepts[("procrastinating on the garden app", "behavioral_pattern")]
+    assert habit["relations"][0]["target_id"] == app["concept_id"]  # resolved through the alias "garden app"
+    with corpus.staging.connect() as conn:
+        refine = conn.execute(select(action_log).where(action_log.c.action == "refine")).mappings().one()
+        linked = conn.execute(
+            select(func.count()).where(mentions.c.consolidated_id.is_not(None))
+        ).scalar_one()
+        res = conn.execute(select(residuals.c.reason_code, residuals.c.mention_id)).all()
+        ev = conn.execute(select(func.count()).select_from(concept_evidence)).scalar_one()
+    assert refine["prior_state"]["description"] == "beds" and refine["new_state"]["revision_count"] == 1
+    assert (
+        refine["cited_message_ids"]
+        and refine["run_id"] == "run-1"
+        and refine["scores"]["best"]["lexical"] == 1.0
+    )
+    assert linked == 11 and len(res) == 4 and all(m for _, m in res) and ev == 11
+    assert report.residual_novelty and all(0.0 <= x <= 1.0 for x in report.residual_novelty)
+
+
+def test_rerun_adds_nothing_and_new_mentions_are_incremental(corpus, home):
+    embedder = _embedder(home)
+    consolidate(corpus, embedder, HASHING)
+    before = _concepts(corpus)
+    with corpus.staging.connect() as conn:
+        actions = conn.execute(select(func.count()).select_from(action_log)).scalar_one()
+    again = consolidate(corpus, embedder, HASHING)
+    assert again.pending == 0 and sum(again.actions.values()) == 0
+    assert _concepts(corpus) == before
+    with corpus.staging.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(action_log)).scalar_one() == actions
+    computed = embedder.stats.computed
+    add_mentions(
+        corpus,
+        [
+            mention(
+                "m10",
+                "marathon prep",
+                "Berlin marathon",
+                "goal",
+                "Dana's preparation for the Berlin marathon in September",
+                0.8,
+            )
+        ],
+    )
+    third = consolidate(corpus, embedder, HASHING)
+    assert third.pending == third.processed == 1 and dict(third.actions) == {"attach": 1}
+    assert (
+        embedder.stats.computed == computed + 1
+    )  # concepts came from the cache; only the new key was embedded
+    goal = next(c for c in _concepts(corpus) if c["type"] == "goal")
+    assert goal["support_count"] == 2 and goal["last_seen"] == datetime(2024, 3, 15, 7, 30, 10)
+
+
+def test_replaying_the_log_rebuilds_the_table(corpus, home):
+    consolidate(corpus, _embedder(home), HASHING)
+    add_mentions(
+        corpus,
+        [
+            mention(
+                "m10", "marathon prep", "Berlin marathon", "goal", "Dana's preparation for the marathon", 0.8
+            )
+        ],
+    )
+    consolidate(corpus, _embedder(home), HASHING)  # a second run appends to the same log
+    empty = home.corpus("replayed")
+    with corpus.staging.connect() as src, empty.staging.begin() as dst:
+        n_concepts, n_evidence = log.rebuild_from_log(src, dst)
+    assert n_concepts == 7 and n_evidence == 12
+    assert _concepts(empty) == _concepts(corpus)
+    assert _evidence(empty) == _evidence(corpus)
+
+
+def test_action_log_is_append_only(corpus, home):
+    consolidate(corpus, _embedder(home), HASHING)
+    for statement in ("UPDATE action_log SET rationale = 'edited'", "DELETE FROM action_log"):
+        with pytest.raises(Exception, match="append-only"), corpus.staging.begin() as conn:
+            conn.execute(text(statement))
+
+
+def test_a_crashed_run_resumes_to_the_same_result(corpus, home, tmp_path, monkeypatch):
+    reference = home.corpus("reference")
+    build_corpus(reference, tmp_path)
+    consolidate(reference, _embedder(home), HASHING)
+
+    calls = {"n": 0}
+    real_append = log.append
+
+    def crash_on_second_batch(conn, records):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("killed mid-batch")
+        return real_append(conn, records)
+
+    monkeypatch.setattr(log, "append", crash_on_second_batch)
+    with pytest.raises(RuntimeError, match="killed"):
+        consolidate(corpus, _embedder(home), HASHING)
+    with corpus.staging.connect() as conn:  # the first batch (4 mentions) is written, the second is not
+        assert (
+            conn.execute(select(func.count()).where(mentions.c.consolidated_id.is_not(None))).scalar_one()
+            + conn.execute(select(func.count()).select_from(residuals)).scalar_one()
+            == 4
+        )
+    monkeypatch.setattr(log, "append", real_append)
+    resumed = consolidate(corpus, _embedder(home), HASHING)
+    assert resumed.pending == 11
+
+    def shape(store):
+        with store.staging.connect() as conn:
+            by_mention = {
+                r.mention_id: r.title for r in conn.execute(select(mentions.c.mention_id, mentions.c.title))
+            }
+            rows = conn.execute(select(canonical_concepts)).mappings().all()
+            members = {}
+            for r in conn.execute(select(concept_evidence.c.concept_id, concept_evidence.c.mention_id)):
+                members.setdefault(r.concept_id, set()).add(by_mention[r.mention_id])
+        return sorted(
+            (
+                r["title"],
+                r["type"],
+                r["state"],
+                r["confidence"],
+                r["support_count"],
+                r["revision_count"],
+                tuple(sorted(members[r["concept_id"]])),
+            )
+            for r in rows
+        )
+
+    assert shape(corpus) == shape(reference)
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+def test_metrics_on_the_sample(corpus, home):
+    embedder = _embedder(home)
+    report = consolidate(corpus, embedder, HASHING)
+    cov = metrics.coverage(corpus)
+    # segments = rounds; every round with a consolidated mention is covered
+    assert cov["segments"] == 6 and cov["coverage"] == pytest.approx(6 / 6)
+    assert 0 < cov["high_confidence_coverage"] < cov["coverage"]
+    pur = metrics.purity(corpus, embedder)
+    assert pur["concepts_scored"] == 3 and 0.0 < pur["purity_min"] <= pur["purity"] <= 1.0
+    tot = metrics.totals(corpus)
+    assert tot["compression"] == pytest.approx(11 / 7, abs=1e-3) and tot["residual_share"] == pytest.approx(
+        4 / 15, abs=1e-4
+    )
+    assert tot["mentions_pending"] == 0
+    run = metrics.run_figures(report)
+    assert run["churn"] == pytest.approx(1 / 7, abs=1e-4) and 0 < run["residual_novelty"] <= 1
+    assert metrics.grounding(corpus)["grounding"] == 1.0
+    sample = metrics.concept_sample(corpus)
+    assert "**garden planner app**" in sample and "“garden planner app”" in sample
+    # a message whose text changed under its evidence breaks grounding of that concept
+    with corpus.source.begin() as conn:
+        conn.execute(
+            update(messages).where(messages.c.source_ref == "m9").values(text="Someone ate my running shoes.")
+        )
+    g = metrics.grounding(corpus)
+    assert g["grounding"] == pytest.approx(6 / 7, abs=1e-4) and g["ungrounded_concepts"] == 1
+
+
+def test_router_keeps_co_mentioned_names_apart():
+    router = Router()
+    co = RetrievalHit(
+        "k1", 0.9, 0.95, 0.0, 1.0, 1.0
+    )  # same segment, no shared word, near-identical description
+    d = router.route(cand(title="rocks"), [co], {"k1": view()})
+    assert (d.action, d.reason_code) == ("create", "co_mentioned_distinct")
+    same_name = RetrievalHit("k1", 0.9, 0.95, 1.0, 1.0, 1.0)
+    assert router.route(cand(), [same_name], {"k1": view()}).action == "attach"
+    elsewhere = RetrievalHit(
+        "k2", 0.85, 0.95, 0.0, 0.0, 1.0
+    )  # a paraphrase from another segment still matches
+    d = router.route(cand(title="rocks"), [co, elsewhere], {"k1": view(), "k2": view("k2")})
+    assert (d.action, d.concept_id) == ("attach", "k2")
