@@ -68,7 +68,9 @@ class LexicalIndex:
         return len(self.ids)
 
     @classmethod
-    def build(cls, ids: Sequence[str], docs: Iterable[list[str]], k1: float = 1.2, b: float = 0.75) -> LexicalIndex:
+    def build(
+        cls, ids: Sequence[str], docs: Iterable[list[str]], k1: float = 1.2, b: float = 0.75
+    ) -> LexicalIndex:
         from scipy.sparse import csr_matrix
 
         vocab: dict[str, int] = {}

@@ -59,3 +59,12 @@ def chat_server():
     server = ChatServer().start()
     yield server
     server.stop()
+
+
+def stage_resources(home: MemoryHome, **overrides) -> dict:
+    """Every stage's default resources bound to `home` (Dagster needs resources for every asset passed to
+    `materialize`, selected or not), with per-test overrides."""
+    from memory_assets.definitions import default_resources
+    from memory_resources.storage import MemoryStorage
+
+    return {**default_resources(), "storage": MemoryStorage(home=str(home.root)), **overrides}

@@ -10,7 +10,15 @@ def test_definitions_load_and_validate():
 
     dg.Definitions.validate_loadable(defs)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {"messages", "segments", "mentions", "user_reactions", "canonical_concepts"} <= keys
+    assert {
+        "messages",
+        "segments",
+        "mentions",
+        "user_reactions",
+        "canonical_concepts",
+        "graph",
+        "indexes",
+    } <= keys
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
@@ -37,6 +45,8 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.memory_loop.adjudication, memory_core.llm, memory_core.llm.openai_client, "
         "memory_core.extraction.stage, memory_core.extraction.offline_teacher, memory_core.extraction.scoring, "
         "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold, "
+        "memory_core.graph, memory_core.graph.ladybug_store, memory_core.graph.neo4j_store, memory_core.vector_index, "
+        "memory_core.lexical, "
         "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "
         "assert not {'torch', 'sentence_transformers', 'openai'} & set(sys.modules), 'heavy SDK imported eagerly'"
