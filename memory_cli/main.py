@@ -11,6 +11,7 @@ import warnings
 
 import click
 
+from memory_cli.eval_cmd import eval_group
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 
@@ -150,18 +151,14 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
 
     from memory_assets.definitions import defs
     from memory_assets.partitions import corpus_partitions
-    from memory_cli.instance import get_instance, materialize_corpus
+    from memory_cli.instance import cli_run_config, get_instance, materialize_corpus
     from memory_core.corpora import registered_source
 
     registered_source(home, name)  # clear error when not registered
     instance = get_instance(home)
     if not instance.has_dynamic_partition(corpus_partitions.name, name):
         instance.add_dynamic_partitions(corpus_partitions.name, [name])
-    run_config = {
-        "resources": {"storage": {"config": {"home": str(home.root), "database_url": home.url_template}}},
-        # the progress display replaces Dagster's console log; run logs stay complete in the instance
-        "loggers": {"console": {"config": {"log_level": "ERROR"}}},
-    }
+    run_config = cli_run_config(home)
     started = time.perf_counter()
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
     result = materialize_corpus(defs, instance, name, selection, run_config=run_config, progress=not quiet)
@@ -335,6 +332,9 @@ def demo(ctx, name) -> None:
     click.echo(
         f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
     )
+
+
+cli.add_command(eval_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

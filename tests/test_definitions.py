@@ -46,7 +46,8 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.extraction.stage, memory_core.extraction.offline_teacher, memory_core.extraction.scoring, "
         "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold, "
         "memory_core.graph, memory_core.graph.ladybug_store, memory_core.graph.neo4j_store, memory_core.vector_index, "
-        "memory_core.lexical, memory_query, memory_query.mcp_server, memory_query.answer; "
+        "memory_core.lexical, memory_query, memory_query.mcp_server, memory_query.answer, "
+        "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "
         "assert not {'torch', 'sentence_transformers', 'openai'} & set(sys.modules), 'heavy SDK imported eagerly'"
     )
