@@ -242,7 +242,7 @@ def _describe(m: MessageView, clause: str, future: bool, dated: bool = True) -> 
     if m.is_person and subject.casefold() not in sentence.casefold():
         # "It's been tough" said by Jon is Jon's fact, not anyone's: say whose it is
         first = sentence.split(" ", 1)[0]
-        if first.casefold().strip("'’") in _COMMON_OPENERS:
+        if first.casefold().strip("'’") in _COMMON_OPENERS or first.endswith("ing"):
             sentence = sentence[:1].lower() + sentence[1:]
         sentence = f"{subject} says {sentence}"
     when = resolve_relative_date(clause, m.created_at, future=future) if dated else None

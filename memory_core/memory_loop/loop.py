@@ -6,6 +6,12 @@ consensus): retrieve → route → apply. Decisions are written per batch in one
 ActionLog rows, the new/changed concepts (evidence spans appended), `concept_evidence` rows, the hard link
 `mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
 residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch.
+
+The loop also knows who takes part in each conversation (message authors): a candidate only meets concepts
+evidenced in conversations sharing a participant with its own (one corpus may hold several people's
+histories). A concept whose key ("{title}: {description}") changes in a batch - created under a canonical
+title or with a usage context, or refined - is indexed by the candidate's vector until the batch ends, then
+all such keys are embedded in one call.
 """
 
 from __future__ import annotations
