@@ -28,7 +28,15 @@ import numpy as np
 from evals.bench_common import peak_rss_mib, print_table
 
 
-def _build(home_dir: Path, name: str, path: Path, fmt: str, record_id: str | None, hashing: bool, selection: list[str]) -> float:
+def _build(
+    home_dir: Path,
+    name: str,
+    path: Path,
+    fmt: str,
+    record_id: str | None,
+    hashing: bool,
+    selection: list[str],
+) -> float:
     import dagster as dg
 
     from memory_assets.definitions import default_resources, defs
@@ -137,7 +145,23 @@ def main() -> None:
         export = root / f"{name}.json"
         if not (root / "home" / "corpora" / name).exists():
             generate_chatgpt_export(export, args.messages)
-            took = _build(root / "home", name, export, "chatgpt", None, True, ["messages", "segments", "mentions", "user_reactions", "canonical_concepts", "graph", "indexes"])
+            took = _build(
+                root / "home",
+                name,
+                export,
+                "chatgpt",
+                None,
+                True,
+                [
+                    "messages",
+                    "segments",
+                    "mentions",
+                    "user_reactions",
+                    "canonical_concepts",
+                    "graph",
+                    "indexes",
+                ],
+            )
             print(f"built {name} in {took:.0f}s")
         queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(args.queries)]
         rows.append(measure(root / "home", name, queries))
@@ -147,7 +171,23 @@ def main() -> None:
 
         name = f"locomo-{args.sample}"
         if not (root / "home" / "corpora" / name).exists():
-            took = _build(root / "home", name, args.locomo, "locomo", args.sample, False, ["messages", "segments", "mentions", "user_reactions", "canonical_concepts", "graph", "indexes"])
+            took = _build(
+                root / "home",
+                name,
+                args.locomo,
+                "locomo",
+                args.sample,
+                False,
+                [
+                    "messages",
+                    "segments",
+                    "mentions",
+                    "user_reactions",
+                    "canonical_concepts",
+                    "graph",
+                    "indexes",
+                ],
+            )
             print(f"built {name} in {took:.0f}s")
         data = json.loads(args.locomo.read_text())
         sample = next(s for s in data if s["sample_id"] == args.sample)

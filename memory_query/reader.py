@@ -268,6 +268,26 @@ class CorpusReader:
             "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False
 
+    def lexicon_alignment(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row of the message table for each lexical message document, and row of the lexical conversation
+        documents for each conversation of the table (-1 where absent): computed once per version."""
+        lexicon, _ = self.lexicon()
+        table = self.messages()
+
+        def build():
+            docs = np.fromiter(
+                (table.index.get(m, -1) for m in lexicon.messages.ids),
+                dtype=np.int64,
+                count=lexicon.messages.n_docs,
+            )
+            position = {c: i for i, c in enumerate(lexicon.conversations.ids)}
+            convs = np.fromiter(
+                (position.get(c, -1) for c in table.conv_ids), dtype=np.int64, count=len(table.conv_ids)
+            )
+            return docs, convs
+
+        return self._cached("lexicon_alignment", (id(lexicon), id(table)), build)
+
     def vectors(self, family: str) -> FaissIndex | None:
         path = family_path(self.store, family)
         if not path.exists():

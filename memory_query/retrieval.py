@@ -186,17 +186,14 @@ def rank(
     # raw source: lexical over messages in context, and over whole conversations
     lexicon, from_index = reader.lexicon()
     available["lexical_index"] = from_index
+    doc_rows, conv_rows = reader.lexicon_alignment()
     lex = lexicon.messages.scores(query.tokens)
-    if lexicon.messages.n_docs == n and n:
-        order = np.fromiter((table.index[m] for m in lexicon.messages.ids), dtype=np.int64, count=n)
-        paths["lexical"][order] = lex
+    if doc_rows.size:
+        known = doc_rows >= 0  # an index older than the source may name messages no longer there
+        paths["lexical"][doc_rows[known]] = lex[known]
     conv_scores = _normalise(lexicon.conversations.scores(query.tokens))
     if conv_scores.size and n:
-        conv_pos = {c: i for i, c in enumerate(lexicon.conversations.ids)}
-        per_conv = np.zeros(len(table.conv_ids), dtype=np.float32)
-        for ci, conv in enumerate(table.conv_ids):
-            if conv in conv_pos:
-                per_conv[ci] = conv_scores[conv_pos[conv]]
+        per_conv = np.where(conv_rows >= 0, conv_scores[np.maximum(conv_rows, 0)], 0.0).astype(np.float32)
         paths["session"] = per_conv[table.conversation]
     lap("lexical")
 

@@ -11,7 +11,9 @@ import pytest
 from memory_core.store.db import MemoryHome, dispose_engines
 
 # ../shared/data beside the repository; MEMORY_OS_SHARED_DATA points elsewhere (e.g. from a git worktree)
-SHARED_DATA = Path(os.environ.get("MEMORY_OS_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+SHARED_DATA = Path(
+    os.environ.get("MEMORY_OS_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 
 
 @pytest.fixture
