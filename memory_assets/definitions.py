@@ -13,12 +13,14 @@ from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
+from memory_assets.topics import assets as topics_assets
+from memory_assets.topics import checks as topics_checks
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
-ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets]
-CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks]
+ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets, topics_assets]
+CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks, topics_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:

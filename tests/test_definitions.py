@@ -11,7 +11,11 @@ def test_definitions_load_and_validate():
     dg.Definitions.validate_loadable(defs)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"messages", "segments", "mentions", "user_reactions", "canonical_concepts"} <= keys
+    assert {"topics", "weighted_links", "domains"} <= keys
     graph = defs.resolve_asset_graph()
+    assert {graph.get(dg.AssetKey(k)).group_name for k in ("topics", "weighted_links", "domains")} == {
+        "topics"
+    }
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         if not node.is_materializable:  # a dependency declared by key whose stage is not merged yet
@@ -36,8 +40,11 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.memory_loop.loop, memory_core.memory_loop.metrics, memory_core.memory_loop.action_log, "
         "memory_core.memory_loop.adjudication, memory_core.llm, memory_core.llm.openai_client, "
         "memory_core.extraction.stage, memory_core.extraction.offline_teacher, memory_core.extraction.scoring, "
-        "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold; "
+        "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold, "
+        "memory_core.topics.stage, memory_core.topics.links, memory_core.topics.domains, "
+        "memory_core.topics.tuner, memory_core.topics.topic_map; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "
-        "assert not {'torch', 'sentence_transformers', 'openai'} & set(sys.modules), 'heavy SDK imported eagerly'"
+        "assert not {'torch', 'sentence_transformers', 'openai', 'umap', 'hdbscan', 'optuna', 'matplotlib'} "
+        "& set(sys.modules), 'heavy SDK imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
