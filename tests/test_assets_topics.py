@@ -110,3 +110,51 @@ def test_materialize_topic_layer_with_checks(home, instance):
     )
     checks = {e.check_name: e for e in strict.get_asset_check_evaluations()}
     assert strict.success and not checks["topic_noise_in_bounds"].passed
+
+
+def test_topics_labelled_through_the_llm_client(home, instance, tmp_path, chat_server):
+    """The llm resource's client (real `openai` SDK against a local server) labels topics; a rerun reuses."""
+    from memory_core.store.schema import llm_calls
+    from memory_resources.llm import LLMResource
+    from tests.chat_server import ok
+    from tests.conftest import write_jsonl
+    from tests.topic_samples import subject_rows
+
+    def is_describe(request: dict) -> bool:
+        return request.get("response_format", {}).get("json_schema", {}).get("name") == "GroupDescription"
+
+    answer = '{"label": "A subject of its own", "profile": "Rounds about one clearly separate subject."}'
+    chat_server.rules.append((is_describe, ok(answer)))
+    register(home, plan_corpora("subjects", write_jsonl(tmp_path / "s.jsonl", subject_rows())))
+    instance.add_dynamic_partitions(corpus_partitions.name, ["subjects"])
+    llm = LLMResource(api_key="test-key", base_url=chat_server.url, backoff_base_s=0.01, timeout_s=5.0)
+
+    def run(selection, run_config=None):
+        return dg.materialize(
+            [*defs.assets, *defs.asset_checks],
+            selection=selection,
+            instance=instance,
+            partition_key="subjects",
+            resources={
+                **default_resources(),
+                "storage": MemoryStorage(home=str(home.root)),
+                "embeddings": EmbeddingsResource(provider="hashing"),
+                "llm": llm,
+            },
+            run_config=run_config,
+        )
+
+    assert run(dg.AssetSelection.assets("messages", "segments")).success
+    topics_config = {"ops": {"topics": {"config": {"n_trials": 6}}}}
+    result = run(dg.AssetSelection.assets("topics"), topics_config)
+    assert result.success
+    meta = _meta(result, "topics")
+    assert meta["describer"] == "llm:gpt-4o-mini" and meta["llm_calls"] == meta["topics"] == 4
+    store = home.corpus("subjects")
+    with store.staging.connect() as conn:
+        labels = set(conn.execute(select(topics.c.label, topics.c.label_source)).all())
+        calls = conn.execute(select(func.count()).where(llm_calls.c.stage == "topics")).scalar_one()
+    assert labels == {("A subject of its own", "llm:gpt-4o-mini/topics/describe/v1")} and calls == 4
+    assert len(chat_server.answered) == 4
+    again = run(dg.AssetSelection.assets("topics"), topics_config)
+    assert _meta(again, "topics")["status"] == "unchanged" and len(chat_server.requests) == 4

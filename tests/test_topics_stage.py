@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import delete, func, insert, select
 
 from memory_core.embeddings import HashingEmbedder
+from memory_core.errors import MemoryOSError
 from memory_core.ids import sha256_json, stable_uuid
 from memory_core.llm.base import LLMClient, StructuredRequest, StructuredResult
 from memory_core.store.schema import (
@@ -157,6 +158,8 @@ def test_links_and_domains_build_the_hierarchy(store):
         # every subject's entity has evidence in all its segments: it anchors that subject's topic
         assert anchor["concept_id"] == concept_of[topic_subject[t["topic_id"]]], anchor
     assert build_domains(store, EMBEDDER, DomainsConfig(), Describer(), run_id="r2").status == "unchanged"
+    with pytest.raises(MemoryOSError, match="materialise `topics` with this model first"):
+        build_links(store, HashingEmbedder(64), LinkConfig(), run_id="r3")  # centroids of another model
 
 
 def test_reactions_are_linked_during_their_topic(store):

@@ -53,7 +53,9 @@ class TopicsAssetConfig(dg.Config):
     n_trials: int = Field(
         default=_TUNER.n_trials, description="Optuna trials (the search stops at whichever bound first)"
     )
-    timeout_s: float = Field(default=_TUNER.timeout_s, description="time budget of the search, seconds")
+    timeout_s: float = Field(
+        default=_TUNER.timeout_s, description="time budget of the tuning in seconds (UMAP warm-up included)"
+    )
     seed: int = Field(default=_TUNER.seed, description="seed of the sampler, UMAP and sampling")
     reduction: str = Field(default=_TUNER.reduction, description="auto | umap | pca | none")
     min_points: int = Field(default=_TUNER.min_points, description="fewer segments → one topic of everything")

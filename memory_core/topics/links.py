@@ -29,12 +29,13 @@ import numpy as np
 from sqlalchemy import Connection, delete, select
 
 from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.errors import MemoryOSError
 from memory_core.ids import sha256_json
 from memory_core.memory_loop.loop import LIVE_STATES
 from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.store.db import CorpusStore, bulk_insert
 from memory_core.store.schema import canonical_concepts, topic_concept_links, topics
-from memory_core.topics.builds import record_build
+from memory_core.topics.builds import latest_build, record_build
 
 Normalisation = Literal["global", "per_topic"]
 _BLOCK = 512  # topics per matrix product
@@ -145,6 +146,13 @@ def build_links(
     """Recompute every Topic RELATED_TO Concept link of a corpus (cheap: one blocked matrix product)."""
     started = time.perf_counter()
     with store.staging.connect() as conn:
+        built = latest_build(conn, "topics")
+        topics_model = (built or {}).get("figures", {}).get("embedding_model")
+        if topics_model and topics_model != embedder.model_name:
+            raise MemoryOSError(
+                f"corpus {store.name!r}: its topics were built with the embedding model {topics_model!r} and the "
+                f"links would use {embedder.model_name!r}; materialise `topics` with this model first"
+            )
         topic_rows = conn.execute(
             select(topics.c.topic_id, topics.c.label, topics.c.centroid, topics.c.size).order_by(
                 topics.c.topic_id

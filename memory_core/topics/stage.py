@@ -101,7 +101,7 @@ class _Segment:
     created_at: object
 
 
-def _load_segments(store: CorpusStore) -> list[_Segment]:
+def load_segments(store: CorpusStore) -> list[_Segment]:
     with store.staging.connect() as conn:
         rows = conn.execute(
             select(segments.c.segment_id, segments.c.conversation_id, segments.c.text, segments.c.created_at)
@@ -133,7 +133,7 @@ def build_topics(
 ) -> TopicsReport:
     started = time.perf_counter()
     say = log or (lambda _m: None)
-    segs = _load_segments(store)
+    segs = load_segments(store)
     input_sha = sha256_json([embedder.model_name, [s.segment_id for s in segs]])
     config_dict = {
         **config.hashed(),
