@@ -395,6 +395,7 @@ def build_domains(
                 .values(domain_id=bindparam("did"), anchor_id=bindparam("aid")),
                 memberships,
             )
+        conn.execute(delete(residuals).where(residuals.c.stage == STAGE))  # they described the old build
         if described.residual_rows:
             conn.execute(residuals.insert(), described.residual_rows)
         figures["seconds"] = round(time.perf_counter() - started, 3)

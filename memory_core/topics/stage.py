@@ -212,8 +212,13 @@ def build_topics(
         conn.execute(delete(topics))
         bulk_insert(conn, topics, topic_rows)
         bulk_insert(conn, topic_segments, segment_rows)
-        kept = [r["topic_id"] for r in topic_rows]
-        conn.execute(delete(topic_concept_links).where(topic_concept_links.c.topic_id.not_in(kept)))
+        # links of topics that no longer exist go (weighted_links rewrites the rest on its next run)
+        conn.execute(
+            delete(topic_concept_links).where(
+                topic_concept_links.c.topic_id.not_in(select(topics.c.topic_id))
+            )
+        )
+        conn.execute(delete(residuals).where(residuals.c.stage == STAGE))  # they described the old build
         if described.residual_rows:
             conn.execute(residuals.insert(), described.residual_rows)
         figures["write_seconds"] = round(time.perf_counter() - t0, 3)

@@ -248,6 +248,8 @@ def tune(vectors: np.ndarray, config: TunerConfig, log: Callable[[str], None] | 
         result.best = cluster(full, refit, config.weights, config.seed)
         reducer.umap_fits.extend(full.umap_fits)
         reducer.knn_seconds += full.knn_seconds
+        if result.best.scores.n_clusters < 2:  # the sample's parameters found no structure in everything
+            result.best, result.path = single_cluster(vectors), "single"
     else:
         result.best = best
     result.umap_fit_seconds = list(reducer.umap_fits)
