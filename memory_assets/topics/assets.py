@@ -151,7 +151,8 @@ def _trial_table(trials: list[dict]) -> dg.MetadataValue:
 
 
 def _png_markdown(png: bytes, alt: str) -> dg.MetadataValue:
-    # the Dagster UI renders Markdown images with data: URIs in the metadata panel
+    # the Dagster UI renders it: its Markdown sanitiser (MarkdownWithPlugins, dagster-webserver 1.13) adds
+    # `data` to the allowed image-source protocols; long Markdown sits behind the panel's "Show Markdown"
     return dg.MetadataValue.md(f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})")
 
 
