@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench ui clean
+.PHONY: install demo test smoke ui clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# retrieval eval on 2 LongMemEval + 1 LoCoMo dev records (when ../shared/data exists): the output contract
+smoke: install
+	$(BIN)/python -m evals.ci_smoke --methods memory,bm25,dense
 
 ui: install
 	$(BIN)/memory-os ui

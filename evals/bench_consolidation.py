@@ -1,14 +1,18 @@
-"""Benchmark of the Concept Memory Loop: time per 1k mentions and the share spent embedding.
+"""Benchmark of the Concept Memory Loop on real mentions: time per 1k mentions, the share spent embedding,
+and the quality figures of the concept memory it builds.
 
-Builds a corpus from a LoCoMo file (ingest + segments, the foundation's code), writes the stand-in
-mention set of `evals/locomo_mentions.py` (the Semantic Mapper is not on main yet), then runs
-`consolidate` with the local MiniLM embedder behind a fresh embedding cache, `--repeats` times on fresh
-copies of the corpus. Reports medians of: the run's wall time per 1k mentions, the share of it inside the
-embedder, the same run with a warm cache (embedding mostly free: the loop's own cost), and, as the
-baseline measured in the same process, the pure embedding time of every text the loop embeds. Prints the
-quality figures of the last cold run (coverage, purity, grounding, compression, residuals).
+Builds one corpus from a LoCoMo or LongMemEval file with the pipeline's own code (ingest, segments, the
+Semantic Mapper over the offline teacher), once; then, `--repeats` times, consolidates a fresh copy of it
+with the local MiniLM embedder behind a fresh (cold) embedding cache, and a second fresh copy with that
+cache filled (warm: embedding mostly free, the loop's own cost). The baseline, measured in the same process,
+is the pure embedding time of every text the cold run embeds. Prints medians and ratios as JSON, and the
+quality figures of the last cold run: decisions with reason codes, concepts per type and state, residual
+share and novelty, coverage, purity, grounding, churn, compression, and a Markdown sample of concepts with
+their evidence (`--sample-md`).
 
-    PYTHONPATH=. /work/venv/bin/python evals/bench_consolidation.py ../shared/data/locomo/locomo_dev.json
+    PYTHONPATH=. /work/venv/bin/python evals/bench_consolidation.py /work/shared/data/locomo/locomo_dev.json
+    PYTHONPATH=. /work/venv/bin/python evals/bench_consolidation.py \\
+        /work/shared/data/longmemeval/longmemeval_s_dev.json --record 26bdc477
 """
 
 from __future__ import annotations
@@ -22,34 +26,61 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from evals.locomo_mentions import generate_mentions
+from sqlalchemy import select
+
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
 from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder
+from memory_core.extraction.offline_teacher import OfflineTeacher
+from memory_core.extraction.stage import extract_corpus
 from memory_core.ingest.loader import ingest_file
 from memory_core.memory_loop import metrics
 from memory_core.memory_loop.loop import consolidate
+from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.segments import build_segments
 from memory_core.store.db import MemoryHome, dispose_engines
+from memory_core.store.schema import action_log, canonical_concepts, mentions
+
+CORPUS = "bench"
 
 
-def _prepare(root: Path, locomo: str, sample: str | None):
-    home = MemoryHome.resolve(root)
-    store = home.corpus("bench")
-    ingest_file(store, locomo, "locomo", record_id=sample)
-    build_segments(store)
-    n = generate_mentions(store)
-    return home, store, n
+def build_mentions(root: Path, path: str, source_format: str, record: str | None) -> dict:
+    """Ingest, segment and extract (offline teacher, Semantic Mapper) into a memory home at `root`."""
+    store = MemoryHome.resolve(root).corpus(CORPUS)
+    t0 = time.perf_counter()
+    ingested = ingest_file(store, path, source_format, record_id=record)
+    segmented = build_segments(store)
+    extracted = extract_corpus(store, OfflineTeacher())
+    seconds = time.perf_counter() - t0
+    dispose_engines()
+    return {
+        "messages": ingested.stored,
+        "segments": segmented.segments_current,
+        "mentions": extracted.mentions_written,
+        "extractor": extracted.extractor,
+        "build_seconds": round(seconds, 3),
+    }
+
+
+def _copy(template: Path, to: Path):
+    shutil.copytree(template, to)
+    return MemoryHome.resolve(to)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("locomo")
-    ap.add_argument("--sample", help="one LoCoMo sample_id (default: every sample in the file)")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("path", help="a LoCoMo or LongMemEval JSON file")
+    ap.add_argument("--format", choices=["locomo", "longmemeval"], help="default: from the file name")
+    ap.add_argument(
+        "--record", help="one LoCoMo sample_id / LongMemEval question_id (default: the whole file)"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--embedder", choices=["local", "hashing"], default="local")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--sample-md", help="write the Markdown concept sample here")
+    ap.add_argument("--sample-size", type=int, default=15)
     args = ap.parse_args()
+    source_format = args.format or ("longmemeval" if "longmemeval" in Path(args.path).name else "locomo")
     model = (
         SentenceTransformerEmbedder(threads=args.threads) if args.embedder == "local" else HashingEmbedder()
     )
@@ -58,36 +89,31 @@ def main() -> None:
     cold, cold_share, warm, pure = [], [], [], []
     last = None
     try:
+        built = build_mentions(work / "template", args.path, source_format, args.record)
         for rep in range(args.repeats):
-            home, store, n_mentions = _prepare(work / f"r{rep}", args.locomo, args.sample)
-            cached = CachedEmbedder(model, EmbeddingCache.for_home(home))  # fresh, empty cache
+            home = _copy(work / "template", work / f"r{rep}")
+            store = home.corpus(CORPUS)
+            cached = CachedEmbedder(model, EmbeddingCache.for_home(home))  # the copy's own, empty cache
             report = consolidate(store, cached)
             cold.append(1000 * report.seconds / report.processed)
             cold_share.append(report.embedding_seconds / report.seconds)
-            texts = list(_embedded_texts(store))
+            texts = _embedded_texts(store)
             t0 = time.perf_counter()
             model.embed(texts)
             pure.append(1000 * (time.perf_counter() - t0) / report.processed)
-            figures = {
-                **metrics.totals(store),
-                **metrics.coverage(store),
-                **{k: v for k, v in metrics.purity(store, cached).items() if k != "purity_by_concept"},
-                "grounding": metrics.grounding(store)["grounding"],
-                **metrics.run_figures(report),
-                "actions": dict(report.actions),
-                "reasons": dict(report.reasons),
-                "mentions_generated": n_mentions,
-            }
-            # warm: a second corpus copy, same texts, cache already filled
-            _, store2, _ = _prepare(work / f"w{rep}", args.locomo, args.sample)
+            last = (store, cached, report)
+            # warm: a second copy of the corpus, same texts, cache already filled
+            store2 = _copy(work / "template", work / f"w{rep}").corpus(CORPUS)
             report2 = consolidate(store2, cached)
             warm.append(1000 * report2.seconds / report2.processed)
-            last = (report, figures)
-            dispose_engines()
+        store, cached, report = last
+        figures = _figures(store, cached, report)
+        sample = metrics.concept_sample(store, limit=args.sample_size)
     finally:
+        dispose_engines()
         shutil.rmtree(work, ignore_errors=True)
-    report, figures = last
     out = {
+        "input": {"path": args.path, "format": source_format, "record": args.record, **built},
         "embedder": model.model_name,
         "mentions": report.processed,
         "repeats": args.repeats,
@@ -100,8 +126,40 @@ def main() -> None:
         "figures": figures,
     }
     print(json.dumps(out, indent=1))
+    print("\n" + sample)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1), encoding="utf-8")
+    if args.sample_md:
+        Path(args.sample_md).write_text(sample + "\n", encoding="utf-8")
+
+
+def _figures(store, embedder, report) -> dict:
+    decisions: dict[str, dict[str, int]] = {}
+    with store.staging.connect() as conn:
+        for action, code in conn.execute(
+            select(action_log.c.action, action_log.c.scores["reason_code"].as_string()).where(
+                action_log.c.mention_id.is_not(None)
+            )
+        ):
+            decisions.setdefault(action, {}).setdefault(code, 0)
+            decisions[action][code] += 1
+    purity = metrics.purity(store, embedder)
+    return {
+        **metrics.totals(store),
+        **metrics.coverage(store),
+        **{k: v for k, v in purity.items() if k != "purity_by_concept"},
+        "grounding": metrics.grounding(store)["grounding"],
+        **metrics.run_figures(report),
+        "actions": dict(report.actions),
+        "decisions": {
+            a: dict(sorted(c.items(), key=lambda kv: -kv[1])) for a, c in sorted(decisions.items())
+        },
+        "concepts_by_type_and_state": metrics.by_type_and_state(store),
+        "embedding_seconds": round(report.embedding_seconds, 3),
+        "retrieval_seconds": round(report.retrieval_seconds, 3),
+        "write_seconds": round(report.write_seconds, 3),
+        "loop_seconds": round(report.seconds, 3),
+    }
 
 
 def retrieval_scaling(sizes=(1_000, 10_000, 50_000), dim=384, candidates=512, batch=256) -> dict:
@@ -142,29 +200,22 @@ def retrieval_scaling(sizes=(1_000, 10_000, 50_000), dim=384, candidates=512, ba
     return out
 
 
-def _embedded_texts(store):
-    """Every distinct text a cold run embeds: candidate keys (which are also the created concepts' keys)
-    and the keys of refined concepts."""
-    from sqlalchemy import select
-
-    from memory_core.ontology.concepts import concept_embedding_key
-    from memory_core.store.schema import action_log, canonical_concepts, mentions
-
+def _embedded_texts(store) -> list[str]:
+    """Every distinct text a cold run embeds: the candidates' keys (the created concepts' keys among them)
+    and the keys of concepts whose description a refine rewrote (each revision's key is embedded)."""
     with store.staging.connect() as conn:
         keys = {
             concept_embedding_key(r.title, r.description)
             for r in conn.execute(select(mentions.c.title, mentions.c.description))
         }
-        refined = set(
-            conn.execute(select(action_log.c.concept_id).where(action_log.c.action == "refine")).scalars()
-        )
-        for r in conn.execute(
-            select(
-                canonical_concepts.c.concept_id, canonical_concepts.c.title, canonical_concepts.c.description
-            )
+        titles = dict(conn.execute(select(canonical_concepts.c.concept_id, canonical_concepts.c.title)).all())
+        for cid, state in conn.execute(
+            select(action_log.c.concept_id, action_log.c.new_state).where(action_log.c.action == "refine")
         ):
-            if r.concept_id in refined:
-                keys.add(concept_embedding_key(r.title, r.description))
+            if "description" in (state or {}):
+                keys.add(concept_embedding_key(titles[cid], state["description"]))
+        for r in conn.execute(select(canonical_concepts.c.title, canonical_concepts.c.description)):
+            keys.add(concept_embedding_key(r.title, r.description))
     return sorted(keys)
 
 

@@ -38,6 +38,15 @@ def get_instance(home: MemoryHome) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
+def cli_run_config(home: MemoryHome) -> dict:
+    """Run config of an in-process build from the CLI: the storage resource pointed at `home`."""
+    return {
+        "resources": {"storage": {"config": {"home": str(home.root), "database_url": home.url_template}}},
+        # the progress display replaces Dagster's console log; run logs stay complete in the instance
+        "loggers": {"console": {"config": {"log_level": "ERROR"}}},
+    }
+
+
 class _Progress(threading.Thread):
     """Prints one line per step of a run by following its event log (the console log is silenced)."""
 

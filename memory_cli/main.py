@@ -11,6 +11,7 @@ import warnings
 
 import click
 
+from memory_cli.eval_cmd import eval_group
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 
@@ -150,18 +151,14 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
 
     from memory_assets.definitions import defs
     from memory_assets.partitions import corpus_partitions
-    from memory_cli.instance import get_instance, materialize_corpus
+    from memory_cli.instance import cli_run_config, get_instance, materialize_corpus
     from memory_core.corpora import registered_source
 
     registered_source(home, name)  # clear error when not registered
     instance = get_instance(home)
     if not instance.has_dynamic_partition(corpus_partitions.name, name):
         instance.add_dynamic_partitions(corpus_partitions.name, [name])
-    run_config = {
-        "resources": {"storage": {"config": {"home": str(home.root), "database_url": home.url_template}}},
-        # the progress display replaces Dagster's console log; run logs stay complete in the instance
-        "loggers": {"console": {"config": {"log_level": "ERROR"}}},
-    }
+    run_config = cli_run_config(home)
     started = time.perf_counter()
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
     result = materialize_corpus(defs, instance, name, selection, run_config=run_config, progress=not quiet)
@@ -226,6 +223,80 @@ def reactions_purge(ctx, name, expired_only, yes) -> None:
 
 
 @cli.command()
+@click.argument("name")
+@click.argument("question")
+@click.option("-k", "k", default=8, show_default=True, help="evidence items")
+@click.option("--as-of", help="ISO date: what memory held then")
+@click.option("--psychological-access", is_flag=True, help="include reflective hypotheses (user reactions)")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def query(ctx, name, question, k, as_of, psychological_access, as_json) -> None:
+    """Ask corpus NAME: ranked evidence with citations, the XML context, and a cited extractive answer."""
+    from datetime import datetime
+
+    from memory_core.corpora import registered_source
+    from memory_query import check_citations, query_memory
+    from memory_query.answer import extractive_answer
+
+    home = _home(ctx)
+    registered_source(home, name)
+    answer = query_memory(
+        question,
+        name,
+        k=k,
+        as_of=datetime.fromisoformat(as_of) if as_of else None,
+        psychological_access=psychological_access,
+        home=home,
+    )
+    text = extractive_answer(answer)
+    report = check_citations(text, answer.citations) if answer.items else None
+    if as_json:
+        click.echo(
+            json.dumps(
+                {**answer.as_dict(), "answer": text, "citations_valid": bool(report and report.valid)},
+                indent=2,
+                default=str,
+            )
+        )
+        return
+    click.echo(answer.context)
+    click.echo("")
+    click.echo(text)
+
+
+@cli.command("serve-mcp")
+@click.option("--corpus", "corpora", multiple=True, help="corpora to serve (default: every registered one)")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="http: bind address (loopback by default)"
+)
+@click.option("--port", default=8765, show_default=True)
+@click.option(
+    "--token-env",
+    default="MEMORY_OS_MCP_TOKEN",
+    show_default=True,
+    help="http: env var holding a bearer token to require",
+)
+@click.pass_context
+def serve_mcp(ctx, corpora, transport, host, port, token_env) -> None:
+    """Serve query_memory and the agent tools over MCP (stdio or streamable HTTP)."""
+    import os
+
+    from memory_query.mcp_server import MemoryServer, serve
+
+    token = os.environ.get(token_env) or None
+    if transport == "http" and host not in ("127.0.0.1", "localhost", "::1") and not token:
+        raise click.UsageError(f"binding {host} beyond loopback needs a bearer token: set {token_env}")
+    serve(
+        MemoryServer(_home(ctx), corpora or None),
+        "streamable-http" if transport == "http" else "stdio",
+        host,
+        port,
+        token,
+    )
+
+
+@cli.command()
 @click.option("--port", default=3000, show_default=True)
 @click.pass_context
 def ui(ctx, port) -> None:
@@ -261,6 +332,9 @@ def demo(ctx, name) -> None:
     click.echo(
         f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
     )
+
+
+cli.add_command(eval_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

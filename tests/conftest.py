@@ -10,7 +10,10 @@ import pytest
 
 from memory_core.store.db import MemoryHome, dispose_engines
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the repository; MEMORY_OS_SHARED_DATA points elsewhere (e.g. from a git worktree)
+SHARED_DATA = Path(
+    os.environ.get("MEMORY_OS_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+)
 
 
 @pytest.fixture
@@ -58,3 +61,42 @@ def chat_server():
     server = ChatServer().start()
     yield server
     server.stop()
+
+
+def stage_resources(home: MemoryHome, **overrides) -> dict:
+    """Every stage's default resources bound to `home` (Dagster needs resources for every asset passed to
+    `materialize`, selected or not), with per-test overrides."""
+    from memory_assets.definitions import default_resources
+    from memory_resources.storage import MemoryStorage
+
+    return {**default_resources(), "storage": MemoryStorage(home=str(home.root)), **overrides}
+
+
+@pytest.fixture(scope="session")
+def built_demo(tmp_path_factory):
+    """The shipped demo export built through every stage (offline teacher, hashing embeddings) once per
+    test session: (MemoryHome, corpus name). Tests must not write to it."""
+    import dagster as dg
+
+    from memory_assets.definitions import defs
+    from memory_assets.partitions import corpus_partitions
+    from memory_core.corpora import plan_corpora, register
+    from memory_core.demo import demo_export_path
+    from memory_resources.embeddings import EmbeddingsResource
+
+    root = tmp_path_factory.mktemp("built_demo")
+    home = MemoryHome.resolve(root / "home")
+    register(home, plan_corpora("demo", demo_export_path()))
+    (root / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
+        instance.add_dynamic_partitions(corpus_partitions.name, ["demo"])
+        result = dg.materialize(
+            [*defs.assets, *defs.asset_checks],
+            instance=instance,
+            partition_key="demo",
+            resources=stage_resources(
+                home, embeddings=EmbeddingsResource(provider="hashing", hashing_dim=256)
+            ),
+        )
+    assert result.success
+    return home, "demo"

@@ -135,11 +135,16 @@ MENTIONS = [
         "garden planner app",
         "garden planner app",
         "project",
-        "Dana's app for planning a garden, built in Flutter",
+        "Garden planner app is Dana's app for planning a garden, built in Flutter.",
         0.85,
     ),  # create
     mention(
-        "m1", "Flutter", "Flutter", "entity", "the UI framework Dana builds the garden planner app with", 0.6
+        "m1",
+        "Flutter",
+        "Flutter",
+        "entity",
+        "Flutter is the UI framework Dana builds the garden app with.",
+        0.6,
     ),  # create
     mention(
         "m2",
@@ -154,7 +159,7 @@ MENTIONS = [
         "Max",
         "Max",
         "entity",
-        "Dana's dog, digs up the tomato beds",
+        "Max is Dana's dog.",
         0.8,
         relations=[{"target_title": "tomato beds", "relation": "conflicts_with", "confidence": 0.6}],
     ),  # create
@@ -172,15 +177,20 @@ MENTIONS = [
     ),  # attach
     mention(
         "m7",
-        "Berlin marathon",
-        "Berlin marathon",
+        "I signed up for the Berlin marathon in September",
+        "Dana signed up for the Berlin marathon",
         "goal",
-        "Dana's goal: run the Berlin marathon in September, training four days a week",
+        "Dana signed up for the Berlin marathon in September 2024 and is training four days a week.",
         0.9,
-    ),  # create
+    ),  # create (a fact: short title, the whole fact with its date in the description)
     mention(
-        "m8", "Berlin marathon", "Berlin marathon", "event", "a marathon in Berlin", 0.6
-    ),  # create: event is not compatible with goal
+        "m8",
+        "Berlin marathon",
+        "Dana signed up for the Berlin marathon",
+        "event",
+        "Dana runs the Berlin marathon in September 2024.",
+        0.6,
+    ),  # create: event is not compatible with goal, however alike
     mention("m9", "Max", "Max", "entity", "Dana's dog who ate the running shoes", 0.8),  # attach
     mention(
         "m9",
@@ -192,10 +202,10 @@ MENTIONS = [
     ),  # reject: span_unverified (surface moved below)
     mention(
         "m11",
-        "procrastinate on the garden app",
-        "procrastinating on the garden app",
+        "I always procrastinate on the garden app when work gets stressful",
+        "Dana procrastinates on the garden app",
         "behavioral_pattern",
-        "Dana procrastinates on the garden app when work gets stressful",
+        "Dana always procrastinates on the garden app when work gets stressful.",
         0.75,
         relations=[{"target_title": "garden app", "relation": "conflicts_with", "confidence": 0.7}],
     ),  # create + relation

@@ -58,6 +58,9 @@ def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
         and meta["compression"] == round(11 / 7, 3)
     )
     assert meta["embedding_model"] == "hashing-256" and "**garden planner app**" in meta["concept_sample"]
+    # Max and the refined tomato beds are active, Flutter (one mention) is weak
+    assert "| entity | 2 | 1 | 3 |" in meta["concepts_by_type_and_state"]
+    assert "| reject | generic_title | 1 |" in meta["decision_reasons"]
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(evaluations) == {
         "evidence_grounding",

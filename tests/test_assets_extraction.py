@@ -138,12 +138,12 @@ def test_offline_teacher_end_to_end_and_idempotent(home, instance, tmp_path):
     assert result.success
     assert all(_checks(result).values()), _checks(result)
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "offline" and meta["extractor"] == "offline/v1" and meta["llm_calls"] == 0
+    assert meta["teacher"] == "offline" and meta["extractor"] == "offline/v2" and meta["llm_calls"] == 0
     assert meta["span_verified_rate"] == 1.0 and meta["schema_validity_rate"] == 1.0 and meta["accepted"] > 0
     store = home.corpus("offline")
     found = _rows(store, mentions, mentions.c.mention_id)
     assert {m["consolidated_id"] for m in found} == {None} and {m["extractor"] for m in found} == {
-        "offline/v1"
+        "offline/v2"
     }
     by_surface = {m["surface"]: m for m in found}
     assert by_surface["Kyoto"]["type"] == "entity"
@@ -258,7 +258,7 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
         and checks["reaction_schema_validity"]
     )
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v1"
+    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v2"
     assert meta["segments_extracted"] == 4 and meta["segments_failed"] == 2 and meta["segments_pending"] == 0
     assert meta["llm_calls"] == 6 and meta["llm_cache_hits"] == 0
     # 6 calls: one extra HTTP attempt for the 429 and one for the invalid answer's feedback retry

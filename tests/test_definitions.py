@@ -10,8 +10,18 @@ def test_definitions_load_and_validate():
 
     dg.Definitions.validate_loadable(defs)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {"messages", "segments", "mentions", "user_reactions", "canonical_concepts"} <= keys
-    assert {"topics", "weighted_links", "domains"} <= keys
+    assert {
+        "messages",
+        "segments",
+        "mentions",
+        "user_reactions",
+        "canonical_concepts",
+        "graph",
+        "indexes",
+        "topics",
+        "weighted_links",
+        "domains",
+    } <= keys
     graph = defs.resolve_asset_graph()
     assert {graph.get(dg.AssetKey(k)).group_name for k in ("topics", "weighted_links", "domains")} == {
         "topics"
@@ -38,9 +48,13 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.ontology, memory_core.embeddings, memory_core.embeddings.cache, "
         "memory_core.embeddings.sentence_transformer, memory_core.embeddings.openai_embeddings, "
         "memory_core.memory_loop.loop, memory_core.memory_loop.metrics, memory_core.memory_loop.action_log, "
-        "memory_core.memory_loop.adjudication, memory_core.llm, memory_core.llm.openai_client, "
+        "memory_core.memory_loop.adjudication, memory_core.memory_loop.summaries, memory_core.memory_loop.valid_time, "
+        "memory_core.ontology.titles, memory_core.llm, memory_core.llm.openai_client, "
         "memory_core.extraction.stage, memory_core.extraction.offline_teacher, memory_core.extraction.scoring, "
         "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold, "
+        "memory_core.graph, memory_core.graph.ladybug_store, memory_core.graph.neo4j_store, memory_core.vector_index, "
+        "memory_core.lexical, memory_query, memory_query.mcp_server, memory_query.answer, "
+        "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory, "
         "memory_core.topics.stage, memory_core.topics.links, memory_core.topics.domains, "
         "memory_core.topics.tuner, memory_core.topics.topic_map; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "

@@ -28,7 +28,7 @@ from memory_core.store.schema import (
 from tests.loop_samples import MENTIONS, add_mentions, build_corpus, mention
 
 # the hashing embedder's cosines run lower than a sentence model's: a shared name needs less agreement
-HASHING = LoopConfig(rules=RouterRules(alias_attach_similarity=0.3), batch_size=4)
+HASHING = LoopConfig(rules=RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3), batch_size=4)
 T0 = datetime(2024, 1, 5, 9, 0)
 
 
@@ -284,16 +284,15 @@ def test_consolidate_routes_every_mention(corpus, home):
         ("tomato beds", "entity")
     ]  # created weak from a vague mention, refined by a confident one
     assert beds["revision_count"] == 1 and beds["state"] == "active" and "compost" in beds["description"]
-    assert (
-        concepts[("Berlin marathon", "goal")]["concept_id"]
-        != concepts[("Berlin marathon", "event")]["concept_id"]
-    )
+    goal = concepts[("Dana signed up for the Berlin marathon", "goal")]
+    assert goal["description"].startswith("Dana signed up for the Berlin marathon in September 2024")
+    assert goal["concept_id"] != concepts[("Dana signed up for the Berlin marathon", "event")]["concept_id"]
     assert concepts[("Flutter", "entity")]["state"] == "weak"
     max_dog = concepts[("Max", "entity")]
     assert max_dog["relations"] == [
         {"target_id": beds["concept_id"], "relation": "conflicts_with", "confidence": 0.6}
     ]
-    habit = concepts[("procrastinating on the garden app", "behavioral_pattern")]
+    habit = concepts[("Dana procrastinates on the garden app", "behavioral_pattern")]
     assert habit["relations"][0]["target_id"] == app["concept_id"]  # resolved through the alias "garden app"
     with corpus.staging.connect() as conn:
         refine = conn.execute(select(action_log).where(action_log.c.action == "refine")).mappings().one()
@@ -330,9 +329,9 @@ def test_rerun_adds_nothing_and_new_mentions_are_incremental(corpus, home):
             mention(
                 "m10",
                 "marathon prep",
-                "Berlin marathon",
+                "Dana signed up for the Berlin marathon",
                 "goal",
-                "Dana's preparation for the Berlin marathon in September",
+                "Dana is preparing for the Berlin marathon in September 2024.",
                 0.8,
             )
         ],
@@ -352,7 +351,12 @@ def test_replaying_the_log_rebuilds_the_table(corpus, home):
         corpus,
         [
             mention(
-                "m10", "marathon prep", "Berlin marathon", "goal", "Dana's preparation for the marathon", 0.8
+                "m10",
+                "marathon prep",
+                "Dana signed up for the Berlin marathon",
+                "goal",
+                "Dana is preparing for the marathon.",
+                0.8,
             )
         ],
     )

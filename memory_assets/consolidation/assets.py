@@ -9,11 +9,18 @@ from memory_core.memory_loop import metrics
 from memory_core.memory_loop.concepts import ConceptPolicy
 from memory_core.memory_loop.loop import LoopConfig, consolidate
 from memory_core.memory_loop.retriever import RetrieverWeights
-from memory_core.memory_loop.router import RouterRules
+from memory_core.memory_loop.router import REFINE_REASONS, REJECT_REASONS, RouterRules
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.storage import MemoryStorage
 
 _RULES = RouterRules()
+# reason code → the action it belongs to (create reasons are the rest)
+_ACTION_OF = {
+    **{code: "reject" for code in REJECT_REASONS},
+    **{code: "refine" for code in REFINE_REASONS},
+    "match": "attach",
+    "duplicate_span": "attach",
+}
 _WEIGHTS = RetrieverWeights()
 _POLICY = ConceptPolicy()
 
@@ -32,7 +39,22 @@ class ConsolidationConfig(dg.Config):
         description="cosine enough for a match when a title/alias is shared",
     )
     ambiguous_score: float = Field(
-        default=_RULES.ambiguous_score, description="lower edge of the ambiguous band (adjudicator or create)"
+        default=_RULES.ambiguous_score,
+        description="names: lower edge of the ambiguous band (adjudicator or create)",
+    )
+    fact_attach_similarity: float = Field(
+        default=_RULES.fact_attach_similarity, description="facts: cosine from which it is the same fact"
+    )
+    fact_alias_similarity: float = Field(
+        default=_RULES.fact_alias_similarity, description="facts: cosine enough when the title is shared"
+    )
+    fact_ambiguous_similarity: float = Field(
+        default=_RULES.fact_ambiguous_similarity,
+        description="facts: lower edge of the ambiguous band (adjudicator or create)",
+    )
+    event_window_days: float = Field(
+        default=_RULES.event_window_days,
+        description="events without a described date match only if told within this many days",
     )
     min_confidence: float = Field(default=_RULES.min_confidence, description="candidates below are rejected")
     refine_margin: float = Field(
@@ -67,6 +89,10 @@ class ConsolidationConfig(dg.Config):
                 min_attach_similarity=self.min_attach_similarity,
                 alias_attach_similarity=self.alias_attach_similarity,
                 ambiguous_score=self.ambiguous_score,
+                fact_attach_similarity=self.fact_attach_similarity,
+                fact_alias_similarity=self.fact_alias_similarity,
+                fact_ambiguous_similarity=self.fact_ambiguous_similarity,
+                event_window_days=self.event_window_days,
                 min_confidence=self.min_confidence,
                 refine_margin=self.refine_margin,
                 compatible_types=tuple(self.compatible_types),
@@ -110,6 +136,7 @@ def canonical_concepts(
     purity = metrics.purity(store, embedder, config.purity_threshold)
     grounding = metrics.grounding(store)
     run = metrics.run_figures(report)
+    by_type = metrics.by_type_and_state(store)
     per_1k = 1000 * report.seconds / report.processed if report.processed else 0.0
     context.log.info(
         f"{store.name}: {report.processed} mentions → {dict(report.actions)}; {totals['concepts']} concepts, "
@@ -124,7 +151,16 @@ def canonical_concepts(
             "rejected": report.actions["reject"],
             "relations_added": report.relations_added,
             "decision_reasons": md_table(
-                [{"reason": k, "count": v} for k, v in report.reasons.most_common()]
+                [
+                    {"action": _ACTION_OF.get(k, "create"), "reason": k, "count": v}
+                    for k, v in report.reasons.most_common()
+                ]
+            ),
+            "concepts_by_type_and_state": md_table(
+                [
+                    {"type": r["type"], **{s: r.get(s, 0) for s in ("active", "weak", "total")}}
+                    for r in by_type
+                ]
             ),
             "concepts_before": report.concepts_before,
             "concepts": totals["concepts"],

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 DEMO_QUESTIONS = (
-    "When is Maya's half marathon?",
+    "When is my half marathon?",
     "Which database does Kestrel use for analytics now?",
 )
 

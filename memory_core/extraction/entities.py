@@ -20,7 +20,7 @@ _NOT_NAMES = {
     "btw", "user", "assistant", "aw", "aww", "ah", "hmm", "um", "uh", "bye", "cheers", "love", "xoxo", "ps", "here",
     "there", "this", "that", "these", "those", "what", "why", "how", "when", "where", "who", "which", "step", "note",
     "tip", "tips", "example", "answer", "question", "option", "yours", "mine", "god", "lord", "sir", "madam",
-    *MONTHS, *WEEKDAYS, *(d + "s" for d in WEEKDAYS), "today", "tomorrow", "yesterday", "tonight", "christmas", "easter", "halloween",
+    *MONTHS, *WEEKDAYS, *(d + "s" for d in WEEKDAYS), "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "today", "tomorrow", "yesterday", "tonight", "christmas", "easter", "halloween",
 }  # fmt: skip
 _COMMON_ACRONYMS = {
     "api", "csv", "url", "pdf", "html", "css", "json", "sql", "ai", "ml", "tv", "faq", "diy", "asap", "fyi", "btw",
@@ -65,6 +65,20 @@ _NAMING_IT = re.compile(
 )
 _CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b|`([^`\s]{2,40})`")
 _ROLE_BEFORE = re.compile(r"\b([Mm]y|[Oo]ur)\s+((?:[a-z][a-z\-]*\s+){0,2}[a-z][a-z\-]*),?\s*$")
+# "Oscar, my guinea pig." / "Luna, our cat, ...": an apposition after the name
+_ROLE_AFTER = re.compile(
+    r"^,\s+([Mm]y|[Oo]ur)\s+((?:[a-z][a-z\-]*\s+){0,2}[a-z][a-z\-]*)(?=\s*(?:[.,;:!?)]|$|\s(?:and|who|which|that)\b))"
+)
+# "another cat named Bailey", "my dog called Max", "a Flask app called Ledgerly": the noun says what it is
+_ROLE_NAMED = re.compile(
+    r"\b(my|our|a|an|the|another|new|his|her|their)\s+((?:[A-Za-z][\w\-]*\s+){0,2}[a-z][\w\-]*)\s+"
+    r"(?:named|called|titled)\s*[:\"'“]?\s*$",
+    re.IGNORECASE,
+)
+_NOT_ROLES = {"name", "favorite", "favourite", "friend's", "thing", "one", "something"}
+# a role is a short noun phrase: "trip to the" (from "my trip to the UK") is not one
+_ROLE_FUNCTION_WORDS = {"to", "the", "a", "an", "of", "in", "on", "at", "for", "with", "from", "by", "and", "or",
+                        "is", "was", "are", "were", "this", "that", "about", "into", "over", "up"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -73,7 +87,9 @@ class EntityHit:
     start: int
     end: int
     kind: str  # entity | project
-    role: str  # "sister", "college roommate" when introduced as "my sister Priya"; else ""
+    role: (
+        str  # "sister", "guinea pig", "cat": "my sister Priya", "Oscar, my guinea pig", "a cat named Bailey"
+    )
     role_owner: str  # "my" | "our" | ""
 
 
@@ -249,9 +265,12 @@ def _hit(text: str, a: int, b: int, piece_start: int) -> EntityHit:
     words = text[a:b].split()
     project = called or _NAMING_IT.search(before) or (len(words) > 1 and words[-1].lower() in PROJECT_NOUNS)
     kind = "project" if project else "entity"
-    role = _ROLE_BEFORE.search(before)
-    if role and role.group(2).split()[-1] not in {"name", "favorite", "favourite", "friend's"}:
-        return EntityHit(text[a:b], a, b, kind, role.group(2), role.group(1).lower())
+    for pattern, where in ((_ROLE_BEFORE, before), (_ROLE_AFTER, text[b : b + 60]), (_ROLE_NAMED, before)):
+        role = pattern.search(where)
+        role_words = role.group(2).lower().split() if role else []
+        if role and role_words[-1] not in _NOT_ROLES and not _ROLE_FUNCTION_WORDS & set(role_words):
+            owner = role.group(1).lower()
+            return EntityHit(text[a:b], a, b, kind, role.group(2), owner if owner in ("my", "our") else "")
     return EntityHit(text[a:b], a, b, kind, "", "")
 
 

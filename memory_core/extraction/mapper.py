@@ -7,7 +7,8 @@ Schema validity is not truth. For every candidate the mapper
   case, runs of whitespace and typographic quotes, mapped back to the original characters; a quote found
   only outside this segment's piece of the message, or nowhere, is rejected. The stored surface is always
   `message.text[span_start:span_end]`, so it is verbatim by construction;
-- normalises title and aliases (whitespace, surrounding punctuation, length; duplicates dropped) and drops
+- normalises title and aliases (whitespace, surrounding punctuation, length; duplicates dropped; a fact's
+  title to its short canonical form per the contract in `memory_core/ontology/concepts.py`) and drops
   schema-valid nonsense (empty or placeholder titles, candidates without a verified span);
 - verifies reactions: the evidence message must be a person's, the cue verbatim in it.
 Every rejection is a residual row with a reason code, a sentence and the offending payload.
@@ -23,7 +24,9 @@ from datetime import datetime
 
 from memory_core.extraction.teacher import MessageView, SegmentInput
 from memory_core.ids import stable_uuid
+from memory_core.ontology.concepts import FACT_TYPES
 from memory_core.ontology.extraction import ConceptCandidate, ReactionCandidate, SegmentExtraction
+from memory_core.ontology.titles import fact_title
 
 STAGE = "extraction"
 MAX_TITLE_CHARS = 120
@@ -41,7 +44,13 @@ class MappedSegment:
     stats: Counter = field(default_factory=Counter)
 
 
-def normalise_title(text: str) -> str:
+def normalise_title(text: str, concept_type: str = "") -> str:
+    """Whitespace, surrounding punctuation and length; a fact's title is cut to its canonical short form
+    (`fact_title`: no dates, no truncation marks, about eight words), per the title contract."""
+    if concept_type in FACT_TYPES:
+        short = fact_title(text or "")
+        if short:
+            text = short
     text = unicodedata.normalize("NFC", text or "")
     text = re.sub(r"\s+", " ", text).strip()
     text = text.strip(" \"'“”‘’`*_.,;:!?()[]{}<>-–—")
@@ -121,9 +130,13 @@ def map_extraction(
     out = MappedSegment()
     refs = segment.by_ref()
     merged: dict[tuple[str, str], tuple[ConceptCandidate, str, list[str]]] = {}
+    # relations name their target by the title the teacher gave it: map it to the normalised one
+    renamed = {
+        normalise_title(c.title).casefold(): normalise_title(c.title, c.type) for c in extraction.concepts
+    }
     for candidate in extraction.concepts:
         out.stats["candidates"] += 1
-        title = normalise_title(candidate.title)
+        title = normalise_title(candidate.title, candidate.type)
         if title.casefold() in _PLACEHOLDER_TITLES or not re.search(r"\w", title):
             out.stats["rejected"] += 1
             out.stats["rejected:empty_title"] += 1
@@ -139,6 +152,8 @@ def map_extraction(
             )
             continue
         key = (candidate.type, title.casefold())
+        if candidate.type in FACT_TYPES:  # two facts may share a short title; one fact is one restatement
+            key = (*key, re.sub(r"\s+", " ", candidate.description).strip().casefold())
         if key in merged:  # the same concept twice in one answer: one candidate, all its evidence
             first, first_title, aliases = merged[key]
             merged[key] = (
@@ -166,6 +181,7 @@ def map_extraction(
         relations = []
         for rel in candidate.relations:
             target = normalise_title(rel.target_title)
+            target = renamed.get(target.casefold(), target)
             if target and target.casefold() != title.casefold():
                 relations.append(
                     {"target_title": target, "relation": rel.relation, "confidence": rel.confidence}

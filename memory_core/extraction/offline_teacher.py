@@ -1,12 +1,16 @@
 """The offline teacher: deterministic, fast, no network. It fills the same `SegmentExtraction` an LLM would.
 
+Titles and descriptions follow the contract in `memory_core/ontology/concepts.py`:
 - people's first-person statements ("I ...", "my ...": plans, preferences, possessions, habits, dated
   events, worries) become goal / belief / event / behavioral_pattern / tension candidates; the evidence is
   the clause, verbatim; the description restates the fact in the third person with the speaker's name (or
   "the user") and resolves relative dates against the message time ("yesterday" → 7 May 2023), so it
-  carries the words a later question would use;
+  carries the words a later question would use; the title is the fact's short canonical handle
+  (`fact_title`: "Caroline went to a LGBTQ support group");
 - named entities (and project phrases after "building / writing / opening ...") become entity / project
-  candidates, described by their role ("Priya is the user's sister") and the clause they occur in;
+  candidates titled by the name and described by what the text says they are ("Priya is the user's
+  sister.", "Oscar is Caroline's guinea pig.", "Bailey is a cat, mentioned by Melanie."), else
+  "<name>, mentioned by <speaker>." - never by the sentence they happened to occur in;
 - reactions come from the lexicon classifier (`reactions.py`).
 Honest about what it is: `describe()` says teacher=offline.
 """
@@ -32,6 +36,7 @@ from memory_core.extraction.text import (
     sentences,
     words_of,
 )
+from memory_core.ontology.concepts import NAME_TYPES
 from memory_core.ontology.extraction import (
     CandidateRelation,
     CandidateSpan,
@@ -40,8 +45,10 @@ from memory_core.ontology.extraction import (
     SegmentExtraction,
 )
 from memory_core.ontology.reactions import UserReaction
+from memory_core.ontology.titles import fact_title
 
-RULES_VERSION = "offline/v1"
+_GENERIC_DEFINITION = ", mentioned by "
+RULES_VERSION = "offline/v2"  # v2: fact titles per the title contract, entity descriptions as definitions
 
 _TENSION = re.compile(
     r"\b(worried|worry|worrying|nervous|anxious|stress(?:ed|ful)?|struggl\w*|stuck|keep (?:running into|getting|having)|"
@@ -115,10 +122,21 @@ _NON_ACTION = {"am", "have", "need", "want", "know", "mean", "guess", "hope", "w
                "heard", "hear", "feel"}  # fmt: skip
 _AUX = {"do", "does", "did", "don't", "didn't", "am", "'m", "have", "'ve", "been", "was", "were", "will", "would",
         "can", "could", "'ll", "'d", "had", "really", "also"}  # fmt: skip
+_COMMON_OPENERS = {"it", "it's", "its", "there", "there's", "things", "life", "this", "that", "that's", "these",
+                   "those", "the", "a", "an", "last", "every", "everything", "nothing", "some", "something",
+                   "what", "being", "having", "getting", "here's", "work", "family", "moments", "seeing",
+                   "playing", "doing", "making", "trying", "finding", "reading", "writing", "such", "so"}  # fmt: skip
+_YOU = {"you", "you're", "your", "you've", "you'll", "you'd", "yourself", "yours", "ya"}
+_TEMPORAL_OPENERS = {"when", "while", "once", "as", "after", "before"}
 _SUBJECTS = {"i", "we", "i'm", "i've", "i'd", "i'll", "we're", "we've", "we'll", "im", "ive"}
 _QUESTION_START = {"can", "could", "would", "will", "should", "do", "does", "did", "is", "are", "was", "were", "what",
                    "what's", "how", "how's", "why", "where", "when", "which", "who", "whom", "whose", "any", "have",
                    "has", "shall", "may", "might", "isn't", "aren't", "don't", "didn't", "won't", "wanna"}  # fmt: skip
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:how|what|why|which|who|where|can|could|would|should|is|are|do|does|did)\s+(?:do|does|did|can|could|"
+    r"would|should|is|are|was|were|you|to|there|it|much|many|long|often)\b",
+    re.IGNORECASE,
+)
 _FEELING_WORDS = {w for group in FEELINGS for w in re.findall(r"[a-z]+", group)}
 _INTENSIFIERS = {"so", "really", "very", "super", "extremely", "incredibly", "totally", "quite", "pretty", "a", "bit",
                  "little", "kind", "of", "kinda", "just", "too", "feel", "feeling", "felt", "right", "now", "today"}  # fmt: skip
@@ -207,13 +225,13 @@ def _feeling_only(ws: list[str]) -> bool:
     return len(rest) <= 2 and any(w in _FEELING_WORDS for w in rest)
 
 
-def _title(text: str, limit: int = 12) -> str:
-    words = text.split()
-    out = " ".join(words[:limit])
-    return out.rstrip(",;:.!?—– ") + ("…" if len(words) > limit else "")
+def _subject(m: MessageView) -> str:
+    """How a description names the speaker inside a sentence ("the user", "Caroline", "the assistant")."""
+    subject = m.subject if m.is_person else "The assistant"
+    return subject if subject not in ("The user", "The assistant") else subject.lower()
 
 
-def _describe(m: MessageView, clause: str, future: bool) -> str:
+def _describe(m: MessageView, clause: str, future: bool, dated: bool = True) -> str:
     subject = m.subject if m.is_person else "The assistant"
     possessive = (
         f"{subject}'s"
@@ -221,8 +239,21 @@ def _describe(m: MessageView, clause: str, future: bool) -> str:
         else f"{subject.lower()}'s"
     )
     sentence = restate(clause, subject if subject not in ("The user",) else "the user", possessive)
-    when = resolve_relative_date(clause, m.created_at, future=future)
+    if m.is_person and subject.casefold() not in sentence.casefold():
+        # "It's been tough" said by Jon is Jon's fact, not anyone's: say whose it is
+        first = sentence.split(" ", 1)[0]
+        if first.casefold().strip("'’") in _COMMON_OPENERS or first.endswith("ing"):
+            sentence = sentence[:1].lower() + sentence[1:]
+        sentence = f"{subject} says {sentence}"
+    when = resolve_relative_date(clause, m.created_at, future=future) if dated else None
     return sentence.rstrip(".!?") + (f" ({when})" if when else "") + "."
+
+
+def _definition_rank(description: str) -> int:
+    """2: says what the thing is and whose ("... is Caroline's guinea pig"); 1: what it is; 0: who named it."""
+    if _GENERIC_DEFINITION not in description:
+        return 2
+    return 1 if " is " in description else 0
 
 
 class OfflineTeacher(Teacher):
@@ -253,9 +284,8 @@ class OfflineTeacher(Teacher):
                     phrase = m.text[a:b]
                     title = re.sub(r"^(?:a|an|the|my|our)\s+", "", phrase, flags=re.I)
                     desc = _describe(m, self._clause_around(m, a, b), future=False)
-                    self._add(
-                        drafts, "project", title, f"{title}: a project of {m.subject}. {desc}", 0.6, m, a, b
-                    )
+                    definition = f"{title[:1].upper()}{title[1:]} is a project of {_subject(m)}: {desc}"
+                    self._add(drafts, "project", title, definition, 0.6, m, a, b)
                 for r in classify_reactions(m.text, m.start, m.end):
                     reactions.append(
                         ReactionCandidate(
@@ -313,6 +343,8 @@ class OfflineTeacher(Teacher):
                 not first or first[0] in _QUESTION_START or "you" in words_of(sentence)[:3]
             ):
                 continue
+            if _UNMARKED_QUESTION.match(norm_apostrophes(sentence)):
+                continue  # "how do i know that a project uses sops": a query typed without "?"
             previous: _Draft | None = None
             for cs, ce, connector in clauses(m.text, s, e):
                 cs, ce = clean_clause(m.text, cs, ce)
@@ -320,7 +352,7 @@ class OfflineTeacher(Teacher):
                 ws = words_of(clause)
                 if (
                     len(ws) < 3
-                    or ws[0] in {"if", "unless", "whether"}
+                    or ws[0] in {"if", "unless", "whether", "whenever"}
                     or _feeling_only(ws)
                     or ws[-1] in _DANGLING
                 ):
@@ -330,22 +362,23 @@ class OfflineTeacher(Teacher):
                     previous = None
                     continue
                 first_person = any(w in FIRST_PERSON for w in ws)
-                if ws[0] in {"you", "you're", "your", "you've", "you'll", "you'd"} and not (
+                if (ws[0] in _YOU or (not first_person and _YOU & set(ws))) and not (
                     {"i", "i'm", "i've", "i'd"} & set(ws)
                 ):
-                    previous = None
+                    previous = (
+                        None  # about or to the listener ("Have faith in yourself"): not the speaker's fact
+                    )
                     continue
                 kind, confidence = classify_statement(clause, connector, first_person)
-                if kind is None:
-                    previous = None
+                if kind is None or (ws[0] in _TEMPORAL_OPENERS and kind != "event"):
+                    previous = None  # "When I look after myself, ...": the condition of the next clause
                     continue
                 future = kind in ("goal",) or bool(
                     re.search(r"\b(next|coming|tomorrow|will|'ll|going to)\b", clause.lower())
                 )
                 description = _describe(m, clause, future)
-                draft = self._add(
-                    drafts, kind, _title(description.rstrip(".")), description, confidence, m, cs, ce
-                )
+                title = fact_title(description) or fact_title(_describe(m, clause, future, dated=False))
+                draft = self._add(drafts, kind, title, description, confidence, m, cs, ce)
                 if previous is not None and draft is not previous:
                     if connector in ("because", "since"):
                         draft.relations.append((previous.title, "causes", 0.5))
@@ -365,28 +398,36 @@ class OfflineTeacher(Teacher):
                 return m.text[s:e]
         return m.text[a:b]
 
-    def _entity_description(self, m: MessageView, hit) -> str:
-        context = self._clause_around(m, hit.start, hit.end)
-        if not m.is_person:
-            return f"{hit.name}, mentioned by the assistant: {context.strip()[:240]}"
-        parts = []
+    @staticmethod
+    def _entity_description(m: MessageView, hit) -> str:
+        """What the entity is, as the text says it ("Oscar is Caroline's guinea pig."), else who named it:
+        never the sentence it occurred in, which is a fact of its own."""
+        who = _subject(m)
+        if hit.role and hit.role_owner:
+            return f"{hit.name} is {who}'s {hit.role}."
         if hit.role:
-            owner = "the user" if m.subject == "The user" else m.subject
-            parts.append(f"{hit.name} is {owner}'s {hit.role}.")
-        parts.append(
-            _describe(m, context, future=bool(re.search(r"\b(next|will|'ll|going to)\b", context.lower())))
-        )
-        return " ".join(parts)
+            article = "an" if hit.role[:1].lower() in "aeiou" else "a"
+            return f"{hit.name} is {article} {hit.role}{_GENERIC_DEFINITION}{who}."
+        return f"{hit.name}{_GENERIC_DEFINITION}{who}."
 
     # ------------------------------------------------------------------------------------ assembly
     @staticmethod
     def _add(
         drafts, kind: str, title: str, description: str, confidence: float, m: MessageView, a: int, b: int
     ) -> _Draft:
-        key = (kind, title.casefold())
+        # a name is one candidate per segment whatever it is said about; a fact is one per restatement
+        key = (
+            (kind, title.casefold())
+            if kind in NAME_TYPES
+            else (kind, title.casefold(), description.casefold())
+        )
         draft = drafts.get(key)
         if draft is None:
             draft = drafts[key] = _Draft(title, kind, description, confidence)
+        elif kind in NAME_TYPES and _definition_rank(description) > _definition_rank(draft.description):
+            draft.description = (
+                description  # "Oscar is Caroline's guinea pig." beats "Oscar, mentioned by ..."
+            )
         if not any(v.ref == m.ref and x == a and y == b for v, x, y in draft.evidence):
             draft.evidence.append((m, a, b))
         draft.confidence = max(draft.confidence, confidence)

@@ -42,9 +42,16 @@ Rules:
 - Every concept cites evidence: `message_ref` is the handle of a message (m1, m2, ...) and `quote` is copied
   character for character from that message's text (a name, a clause or a sentence; no ellipses, no
   paraphrase). `char_start`/`char_end` are the quote's offsets in the text as shown.
-- `title`: the name, or the fact in a few words. `description`: one sentence restating the fact in third person
-  with the speaker's name (or "the user") and, when the message gives one, the date (resolve "yesterday",
-  "last week" from the message time).
+- Titles and descriptions depend on the type:
+  - entity / project: `title` is the name as written ("Sweden", "Ledgerly"), never a sentence.
+    `description` says what it is, starting with the name, from what the messages say: "Oscar is Caroline's
+    guinea pig.", "Ledgerly is the user's Flask app for invoices."; if they say nothing about it,
+    "<name>, mentioned by <speaker>." Never the event the name occurs in: that event is its own concept.
+  - goal / event / belief / behavioral_pattern / tension: `title` is a short handle of the fact, the subject
+    and the head phrase in at most eight words, with no date and no "..." ("Caroline went to a LGBTQ support
+    group", "Melanie plays clarinet"). `description` is the whole fact as one sentence in the third person
+    with the speaker's name (or "the user") and, when the message gives one, the date resolved from the
+    message time in parentheses ("Caroline went to a LGBTQ support group yesterday (7 May 2023).").
 - Relations only between concepts of this answer (`target_title` = the other concept's title).
 - Reactions: the state of a person speaking, on the vocabulary given; `epistemic_status` is explicit when
   they name the feeling, inferred otherwise; `state_raw` is the person's own word only when state is Other,
@@ -66,7 +73,7 @@ def render_segment(segment: SegmentInput) -> str:
 
 
 EXTRACTION_PROMPT = Prompt(
-    prompt_id="extraction/v1",
+    prompt_id="extraction/v2",  # v2: the title / description contract per type
     system=EXTRACTION_SYSTEM,
     response_model=SegmentExtraction,
     render=render_segment,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+from memory_core.ontology.titles import MONTHS, WEEKDAYS
+
 Span = tuple[int, int]
 
 _ABBREVIATIONS = {
@@ -65,13 +67,11 @@ ADVERBS = {"really", "also", "just", "usually", "always", "never", "often", "sti
            "mostly", "probably", "seriously", "absolutely", "literally", "only", "generally", "normally",
            "typically", "occasionally", "mainly", "currently", "now", "kinda", "kind", "sort", "pretty", "so",
            "very", "ever", "once", "again", "first", "last", "personally", "barely", "hardly"}  # fmt: skip
-_MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "couldn't",
+_MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "couldn't", "gotta",
+           "gonna", "wanna", "used", "better",
            "won't", "wouldn't", "shouldn't", "mustn't", "didn't", "wasn't", "weren't", "hadn't", "ought"}  # fmt: skip
 _THIRD_PERSON = {"am": "is", "'m": "is", "have": "has", "do": "does", "go": "goes", "be": "is", "don't": "doesn't",
                  "haven't": "hasn't", "are": "is", "aren't": "isn't", "'ve": "has", "'re": "is"}  # fmt: skip
-MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december"]  # fmt: skip
-WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 WORD = re.compile(r"[^\W_][\w'’&+\-]*")
 
 
@@ -230,7 +230,8 @@ def restate(clause: str, subject: str, possessive: str) -> str:
         adverbs, verb = m.group(1) or "", m.group(2)
         return f"{subject} {adverbs}{third_person_verb(verb)}"
 
-    out = re.sub(r"\bI ((?:(?:" + "|".join(sorted(ADVERBS)) + r") )*)([A-Za-z'’]+)", subject_verb, out)
+    adverb = "(?:" + "|".join(sorted(ADVERBS)) + r"|(?!(?:apply|reply|rely|supply|fly|ally)\b)[a-z]{2,}ly)"
+    out = re.sub(r"\bI ((?:" + adverb + r" )*)([A-Za-z'’]+)", subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
     out = re.sub(r"\b[Mm]y\b", possessive, out)
     out = re.sub(r"\bmine\b", possessive, out)

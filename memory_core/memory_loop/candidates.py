@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory_core.ontology.concepts import concept_embedding_key
+from memory_core.ontology.concepts import FACT_TYPES, concept_embedding_key
+from memory_core.ontology.titles import fact_title
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
@@ -33,6 +34,7 @@ class Candidate:
     confidence: float
     extractor: str
     message_created_at: datetime
+    usage: str = ""  # a name's usage context in its message ("LGBTQ support group"), set by the loop
 
     @classmethod
     def from_row(cls, row) -> Candidate:
@@ -54,6 +56,15 @@ class Candidate:
             extractor=r["extractor"],
             message_created_at=r["message_created_at"],
         )
+
+    @property
+    def canonical_title(self) -> str:
+        """The title a concept created from this candidate gets: a fact's short canonical form (the mapper
+        writes it already; mentions of an older extractor may still carry a whole sentence), a name as is."""
+        title = self.title.strip()
+        if self.type in FACT_TYPES:
+            return fact_title(title) or title
+        return title
 
     @property
     def embedding_key(self) -> str:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_core.memory_loop import summaries
 from memory_core.memory_loop.candidates import Candidate, normalise_name
+from memory_core.ontology.concepts import NAME_TYPES
 
 DATETIME_FIELDS = ("first_seen", "last_seen", "recorded_at")
 EVIDENCE_APPEND = "evidence_append"
@@ -72,16 +74,22 @@ class ConceptPolicy:
 
 
 def create_patch(concept_id: str, cand: Candidate, policy: ConceptPolicy, now: datetime) -> dict:
+    """A new concept from a candidate: the canonical title (a fact's short form), the candidate's
+    description (a name's with its usage context, see `summaries.py`)."""
     confidence = noisy_or(0.0, cand.confidence, policy.evidence_weight)
+    title = cand.canonical_title
+    description = cand.description.strip()
+    if cand.type in NAME_TYPES and cand.usage:
+        description = summaries.compose(description, [cand.usage])
     return {
         "concept_id": concept_id,
-        "title": cand.title.strip(),
+        "title": title,
         "type": cand.type,
-        "description": cand.description.strip(),
+        "description": description,
         "state": state_for(confidence, policy.active_confidence),
         "trust": "stable",
         "confidence": confidence,
-        "aliases": merge_aliases(cand.title, [], list(cand.aliases)),
+        "aliases": merge_aliases(title, [], [cand.title, *cand.aliases]),
         "relations": [],
         "revision_count": 0,
         "support_count": 1,
@@ -100,13 +108,19 @@ def _changed(head: dict, updates: dict) -> tuple[dict, dict]:
 
 
 def evidence_patch(
-    head: dict, cand: Candidate, policy: ConceptPolicy, now: datetime, duplicate: bool, refine: bool
+    head: dict,
+    cand: Candidate,
+    policy: ConceptPolicy,
+    now: datetime,
+    duplicate: bool,
+    description: str | None = None,
 ) -> tuple[dict, dict]:
-    """(prior_state, new_state) of an attach (refine=False) or refine (refine=True) of `cand` to `head`.
+    """(prior_state, new_state) of an attach (description None) or refine (the new description) of `cand`.
 
     Attach adds the span (unless the concept already holds it), raises confidence, widens the time bounds
-    and learns the candidate's names as aliases. Refine does the same and rewrites the description from the
-    more confident candidate, with revision_count + 1.
+    and learns the candidate's names as aliases. Refine does the same and rewrites the description (the
+    router composed it: a better restatement, a name's better definition or a new usage context), with
+    revision_count + 1.
     """
     confidence = (
         head["confidence"]
@@ -123,8 +137,8 @@ def evidence_patch(
         "first_seen": min(head["first_seen"], cand.message_created_at),
         "last_seen": max(head["last_seen"], cand.message_created_at),
     }
-    if refine:
-        updates["description"] = cand.description.strip()
+    if description is not None:
+        updates["description"] = description
         updates["revision_count"] = head["revision_count"] + 1
     prior, new = _changed(head, updates)
     new["recorded_at"] = now

@@ -6,6 +6,12 @@ consensus): retrieve → route → apply. Decisions are written per batch in one
 ActionLog rows, the new/changed concepts (evidence spans appended), `concept_evidence` rows, the hard link
 `mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
 residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch.
+
+The loop also knows who takes part in each conversation (message authors): a candidate only meets concepts
+evidenced in conversations sharing a participant with its own (one corpus may hold several people's
+histories). A concept whose key ("{title}: {description}") changes in a batch - created under a canonical
+title or with a usage context, or refined - is indexed by the candidate's vector until the batch ends, then
+all such keys are embedded in one call.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import Text, and_, bindparam, cast, exists, insert, select, update
+from sqlalchemy import Text, and_, bindparam, cast, exists, func, insert, select, update
 
 from memory_core.embeddings.base import Embedder
 from memory_core.ids import stable_uuid
@@ -27,7 +33,8 @@ from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.concepts import ConceptPolicy, apply_patch, create_patch, evidence_patch
 from memory_core.memory_loop.retriever import ConceptIndex, RetrieverWeights
 from memory_core.memory_loop.router import ConceptView, Decision, Router, RouterRules
-from memory_core.ontology.concepts import RELATION_TYPES, concept_embedding_key
+from memory_core.memory_loop.summaries import usage_context
+from memory_core.ontology.concepts import NAME_TYPES, RELATION_TYPES, concept_embedding_key
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     canonical_concepts,
@@ -91,6 +98,12 @@ class _Memory:
         self.held_spans: set[tuple[str, str, int, int]] = set()
         self.persisted: set[str] = set()
         self.index: ConceptIndex | None = None
+        # who takes part in each conversation, and in the conversations each concept is evidenced in
+        self.participants: dict[str, frozenset[str]] = {}
+        self.people: dict[str, set[str]] = {}
+        # concepts whose key changed in this batch (created under a canonical title / usage context, or
+        # refined): indexed meanwhile by the candidate's vector, re-embedded together at the batch's end
+        self.stale: set[str] = set()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         started = time.perf_counter()
@@ -138,10 +151,36 @@ class _Memory:
             self.index.add(
                 cid, vectors[i], h["type"], [h["title"], *h["aliases"]], h["first_seen"], h["last_seen"]
             )
+        with self.store.source.connect() as conn:
+            pairs = conn.execute(
+                select(
+                    messages.c.conversation_id, func.coalesce(messages.c.author, messages.c.role)
+                ).distinct()
+            ).all()
+        by_conversation: dict[str, set[str]] = {}
+        for conversation_id, who in pairs:
+            by_conversation.setdefault(conversation_id, set()).add(who)
+        self.participants = {c: frozenset(p) for c, p in by_conversation.items()}
         for cid, segment_id, conversation_id, seen_at in links:
             if cid in self.index:
                 self.index.touch(cid, seen_at, segment_id, conversation_id)
+                self.people.setdefault(cid, set()).update(self.participants.get(conversation_id, ()))
         self.report.concepts_before = len(ids)
+
+    def refresh_vectors(self) -> None:
+        """Embed the keys of the concepts changed in this batch, in one call (not one call per concept)."""
+        if not self.stale:
+            return
+        ids = sorted(self.stale)
+        keys = [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
+        for cid, vector in zip(ids, self.embed(keys), strict=True):
+            self.index.set_vector(cid, vector)
+        self.stale.clear()
+
+    def shares_participants(self, cid: str, conversation_id: str) -> bool:
+        """Does the concept's evidence come from conversations with someone of this one? (Unknown: yes.)"""
+        mine, theirs = self.participants.get(conversation_id), self.people.get(cid)
+        return not mine or not theirs or bool(mine & theirs)
 
     def view(self, cid: str, cand: Candidate) -> ConceptView:
         h = self.heads[cid]
@@ -154,6 +193,9 @@ class _Memory:
             h["state"],
             self.best_evidence.get(cid, 0.0),
             (cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
+            h["first_seen"],
+            h["last_seen"],
+            self.shares_participants(cid, cand.conversation_id),
         )
 
 
@@ -317,6 +359,8 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
         head: dict = {}
         spans = apply_patch(head, patch)
         mem.heads[cid] = head
+        if concept_embedding_key(head["title"], head["description"]) != cand.embedding_key:
+            mem.stale.add(cid)  # a canonical title or a usage context: its own key, embedded with the batch
         index.add(
             cid, vec, head["type"], [head["title"], *head["aliases"]], head["first_seen"], head["last_seen"]
         )
@@ -326,18 +370,24 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
         cid = d.concept_id
         head = mem.heads[cid]
         prior, patch = evidence_patch(
-            head, cand, mem.config.policy, now, duplicate=d.duplicate_span, refine=d.action == "refine"
+            head,
+            cand,
+            mem.config.policy,
+            now,
+            duplicate=d.duplicate_span,
+            description=d.description if d.action == "refine" else None,
         )
         spans = apply_patch(head, patch)
         if "aliases" in patch:
             index.set_names(cid, [head["title"], *head["aliases"]])
         if d.action == "refine":
-            index.set_vector(cid, mem.embed([concept_embedding_key(head["title"], head["description"])])[0])
+            mem.stale.add(cid)
             mem.report.refined_concepts.add(cid)
         batch.changed.add(cid)
         batch.records.append(_decision_record(run_id, cand, cid, d, prior, patch, now))
     mem.report.actions[d.action] += 1
     index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
+    mem.people.setdefault(cid, set()).update(mem.participants.get(cand.conversation_id, ()))
     for span in spans:
         mem.held_spans.add((cid, span["message_id"], span["char_start"], span["char_end"]))
         mem.best_evidence[cid] = max(mem.best_evidence.get(cid, 0.0), span["confidence"])
@@ -442,8 +492,11 @@ def consolidate(
         batch = _Batch()
         for cand, vec, row_sims in zip(cands, vectors, presims, strict=True):
             report.processed += 1
-            decision = router.screen(cand, texts.get(cand.message_id), cand.segment_id in live)
+            text = texts.get(cand.message_id)
+            decision = router.screen(cand, text, cand.segment_id in live)
             if decision is None:
+                if cand.type in NAME_TYPES:
+                    cand = replace(cand, usage=usage_context(text, cand.span_start, cand.span_end))
                 t0 = time.perf_counter()
                 hits = mem.index.retrieve(
                     vec,
@@ -459,6 +512,7 @@ def consolidate(
             if decision.action == "reject":
                 rejected_vectors.append(vec)
             _apply(mem, batch, report.run_id, cand, vec, decision)
+        mem.refresh_vectors()
         _flush(mem, batch)
         if log_fn:
             log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.heads)} concepts")

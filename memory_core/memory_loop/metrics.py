@@ -194,8 +194,25 @@ def run_figures(report: LoopReport) -> dict:
     }
 
 
-def concept_sample(store: CorpusStore, limit: int = 8, spans_per_concept: int = 3) -> str:
-    """Markdown: the best-supported live concepts with their first evidence spans and message ids."""
+def by_type_and_state(store: CorpusStore) -> list[dict]:
+    """Concept counts per type and state (every state, live or not), one row per type."""
+    with store.staging.connect() as conn:
+        rows = conn.execute(
+            select(canonical_concepts.c.type, canonical_concepts.c.state, func.count()).group_by(
+                canonical_concepts.c.type, canonical_concepts.c.state
+            )
+        ).all()
+    table: dict[str, dict] = {}
+    for type_, state, n in rows:
+        table.setdefault(type_, {"type": type_, "total": 0})
+        table[type_][state] = n
+        table[type_]["total"] += n
+    return sorted(table.values(), key=lambda r: (-r["total"], r["type"]))
+
+
+def concept_sample(store: CorpusStore, limit: int = 15, spans_per_concept: int = 3) -> str:
+    """Markdown: live concepts with their first evidence spans and message ids, taken round-robin over the
+    types (best supported first within each), so facts show as well as the names they mention."""
     with store.staging.connect() as conn:
         rows = (
             conn.execute(
@@ -206,15 +223,23 @@ def concept_sample(store: CorpusStore, limit: int = 8, spans_per_concept: int = 
                     canonical_concepts.c.confidence.desc(),
                     canonical_concepts.c.concept_id,
                 )
-                .limit(limit)
+                .limit(limit * 50)  # enough of every type for the round-robin, never the whole table
             )
             .mappings()
             .all()
         )
     if not rows:
         return "_no concepts yet_"
-    out = []
+    by_type: dict[str, list] = defaultdict(list)
     for r in rows:
+        by_type[r["type"]].append(r)
+    picked = []
+    while len(picked) < limit and any(by_type.values()):
+        for type_ in sorted(by_type, key=lambda t: -len(by_type[t])):
+            if by_type[type_] and len(picked) < limit:
+                picked.append(by_type[type_].pop(0))
+    out = []
+    for r in picked:
         aliases = ", ".join(r["aliases"][:5]) or "—"
         out.append(
             f"**{_md(r['title'])}** ({r['type']}, {r['state']}, confidence {r['confidence']:.2f}, "

@@ -1,69 +1,94 @@
 """Router of the memory loop: create / attach / refine / reject, by explicit configurable rules.
 
-For one candidate (a mention) and its retrieved concepts:
+It follows the title / description contract of `memory_core/ontology/concepts.py`: names (entity, project)
+and facts (event, goal, belief, behavioral_pattern, tension) are matched differently, and a candidate
+only ever meets concepts of its own family.
 
 1. **reject** (to `residuals`, with a reason code) when the candidate fails the quality gate: its span no
-   longer verifies against the message text, its segment was superseded, its type is outside the
-   ontology, its confidence is below `min_confidence`, or its title is empty / generic / a sentence.
+   longer verifies against the message text (`span_unverified`, `message_missing`), its segment was
+   superseded (`segment_superseded`), its type is outside the ontology (`unknown_type`), its confidence is
+   below `min_confidence` (`low_confidence`), or its canonical title is noise by the contract's rules
+   (`memory_core.ontology.titles.title_noise`: `empty_title`, `generic_title`, `sentence_title` for a name,
+   `fragment_title`, `boilerplate_title`). A fact is never rejected for being a sentence: its title is cut
+   to the canonical short form instead.
 2. Among retrieved concepts of a **compatible type** (the same type, or a pair listed in
-   `compatible_types`), take the best by fused score, skipping concepts already evidenced in the
-   candidate's own segment under a name sharing no word with it: the extractor told those apart in the
-   very same context, so they are neighbours, not the same concept, however close their descriptions. It is a match when the fused score reaches
-   `attach_score` with cosine ≥ `min_attach_similarity`, or when a title/alias is shared exactly with
-   cosine ≥ `alias_attach_similarity`.
-3. A match is **refine** when the concept is still weak and the candidate is more confident than any of
-   its evidence (by `refine_margin`) with a different description: the description is rewritten,
-   revision_count + 1, the prior state kept in the log. Otherwise **attach**.
-4. In the ambiguous band (`ambiguous_score` ≤ fused < match) an optional adjudicator decides; without one
-   (the default) the candidate **creates** a concept: a false split is repairable by the gardener's merge,
-   a false attach pollutes a concept's evidence.
-5. Otherwise **create**.
+   `compatible_types`; always within one family) whose evidence comes from conversations sharing a
+   participant with the candidate's (else `other_participants`: one corpus may hold several people's
+   histories), skip concepts already evidenced in the candidate's own segment under a name sharing no word
+   with it: the extractor told those apart in the very same context.
+3. **Names**: a match when the fused score reaches `attach_score` with cosine ≥ `min_attach_similarity`, or
+   when a title/alias is shared exactly with cosine ≥ `alias_attach_similarity`.
+   **Facts**: the same fact when cosine ≥ `fact_attach_similarity`, or a shared title with cosine ≥
+   `fact_alias_similarity`; and, when either side is an event, their times are compatible (the dates their
+   descriptions name, else the times they were told, ± `event_window_days`): two support-group visits a
+   month apart are two events (`event_time_differs`).
+4. A match is **refine** when the candidate restates the concept better, else **attach**:
+   a name's description keeps the best definition seen and up to three usage contexts
+   (`summaries.py`: `refine_definition`, `refine_context`); a weak concept takes the description of a
+   candidate more confident than any of its evidence by `refine_margin` (`refine_weak`); a fact without a
+   date takes a restatement that dates it (`refine_dated`). The prior state is kept in the log.
+5. In the ambiguous band (names: `ambiguous_score` ≤ fused < match; facts: `fact_ambiguous_similarity` ≤
+   cosine < match) an optional adjudicator decides; without one (the default) the candidate **creates** a
+   concept: a false split is repairable by the gardener's merge, a false attach pollutes a concept.
+6. Otherwise **create**.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import datetime
 
+from memory_core.memory_loop import summaries
 from memory_core.memory_loop.adjudication import Adjudicator, ConceptOption
 from memory_core.memory_loop.candidates import Candidate, normalise_name
 from memory_core.memory_loop.retriever import RetrievalHit
-from memory_core.ontology.concepts import CONCEPT_TYPES
+from memory_core.memory_loop.valid_time import compatible as times_compatible
+from memory_core.memory_loop.valid_time import described_interval, interval
+from memory_core.ontology.concepts import CONCEPT_TYPES, type_family
+from memory_core.ontology.titles import title_noise
 
-GENERIC_TITLES = (
-    "thing things stuff something anything everything nothing it this that these those them they he she "
-    "i me you we us one ones someone somebody people person time times day today yesterday tomorrow way "
-    "lot lots kind sort bit idea ideas question answer yes no ok okay hi hello hey thanks thank"
-).split()
+REJECT_REASONS = ("message_missing", "span_unverified", "segment_superseded", "unknown_type", "low_confidence",
+                  "empty_title", "generic_title", "sentence_title", "fragment_title", "boilerplate_title",
+                  "adjudicator_reject")  # fmt: skip
+REFINE_REASONS = ("refine_definition", "refine_context", "refine_weak", "refine_dated")
 
 
 @dataclass(frozen=True)
 class RouterRules:
-    # tuned on all-MiniLM-L6-v2 keys: paraphrased names of one thing score cosine 0.86-0.91 ("pottery" /
-    # "pottery class"), distinct siblings 0.61-0.65 ("Max: Dana's dog" / "Luna: Dana's cat"); one name
-    # shared by one thing 0.64, by two (a dog and a coworker both called Max) 0.72 - only an adjudicator
-    # tells those apart
+    # names - tuned on all-MiniLM-L6-v2 keys: paraphrased names of one thing score cosine 0.86-0.91
+    # ("pottery" / "pottery class"), distinct siblings 0.61-0.65 ("Max: Dana's dog" / "Luna: Dana's cat");
+    # one name shared by one thing 0.64, by two (a dog and a coworker both called Max) 0.72 - only an
+    # adjudicator tells those apart
     attach_score: float = 0.70
     min_attach_similarity: float = 0.80
     alias_attach_similarity: float = 0.55
     ambiguous_score: float = 0.60
+    # facts - on the offline teacher's LoCoMo facts ("{title}: {restated fact}"), restatements of one fact
+    # score 0.88-1.0 ("Jon is starting a dance studio" / "Jon wanna start a dance studio" 0.93), distinct
+    # facts of one person mostly below 0.85 ("Jon looks for investors" / "Jon met some investors" 0.86)
+    fact_attach_similarity: float = 0.88
+    fact_alias_similarity: float = 0.80
+    fact_ambiguous_similarity: float = 0.80
+    event_window_days: float = 7.0
     min_confidence: float = 0.25
     min_title_chars: int = 2
-    max_title_words: int = 10
     refine_margin: float = 0.05
-    # unordered pairs of types that may denote the same thing (an extractor's typing is not stable)
+    # unordered pairs of types that may denote the same thing (an extractor's typing is not stable);
+    # a pair across the name / fact families is never compatible
     compatible_types: tuple[str, ...] = (
-        "project|goal",
         "project|entity",
         "belief|behavioral_pattern",
         "tension|belief",
+        "goal|behavioral_pattern",
     )
-    generic_titles: tuple[str, ...] = field(default=tuple(GENERIC_TITLES))
 
     def compatible(self, a: str, b: str) -> bool:
+        if type_family(a) != type_family(b):
+            return False
         return a == b or f"{a}|{b}" in self.compatible_types or f"{b}|{a}" in self.compatible_types
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "generic_titles"}
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -74,6 +99,7 @@ class Decision:
     rationale: str
     scores: dict
     duplicate_span: bool = False
+    description: str | None = None  # a refine's new description
 
 
 @dataclass
@@ -88,13 +114,17 @@ class ConceptView:
     state: str
     best_evidence_confidence: float
     holds_span: bool  # the concept already has the candidate's exact span as evidence
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    # its evidence comes from conversations sharing a participant with the candidate's: "Max" in John's
+    # chats and "Max" in Nate's are the same only if someone could be talking about one thing
+    shares_participants: bool = True
 
 
 class Router:
     def __init__(self, rules: RouterRules | None = None, adjudicator: Adjudicator | None = None):
         self.rules = rules or RouterRules()
         self.adjudicator = adjudicator
-        self._generic = frozenset(self.rules.generic_titles)
 
     def screen(self, cand: Candidate, message_text: str | None, segment_live: bool) -> Decision | None:
         """The reject decision when the candidate fails the quality gate (checked before retrieval), else None."""
@@ -121,36 +151,35 @@ class Router:
             return "unknown_type", f"type {cand.type!r} is not in the ontology"
         if cand.confidence < r.min_confidence:
             return "low_confidence", f"confidence {cand.confidence:.2f} < {r.min_confidence}"
-        title = normalise_name(cand.title)
-        if len(title) < r.min_title_chars:
+        title = cand.canonical_title
+        if len(normalise_name(title)) < r.min_title_chars:
             return "empty_title", f"title {cand.title!r} is too short to name a concept"
-        if title in self._generic or all(w in self._generic for w in title.split()):
-            return "generic_title", f"title {cand.title!r} is a generic word, not a concept"
-        if len(title.split()) > r.max_title_words:
-            return (
-                "sentence_title",
-                f"title has {len(title.split())} words (> {r.max_title_words}): a sentence, not a name",
-            )
-        return None
+        return title_noise(title, cand.type)
 
     def route(self, cand: Candidate, hits: list[RetrievalHit], concepts: dict[str, ConceptView]) -> Decision:
         r = self.rules
         typed = [h for h in hits if r.compatible(cand.type, concepts[h.concept_id].type)]
-        compatible = [h for h in typed if not (h.graph >= 1.0 and h.lexical == 0.0)]
+        reachable = [h for h in typed if concepts[h.concept_id].shares_participants]
+        compatible = [h for h in reachable if not (h.graph >= 1.0 and h.lexical == 0.0)]
         scores = {
             "best": compatible[0].components() if compatible else None,
             "alternatives": [h.components() for h in hits[:4] if not compatible or h is not compatible[0]],
         }
         if not compatible:
-            if typed:
+            if reachable:
                 why = "the only compatible concepts are co-mentioned in the same segment under other names"
                 return Decision("create", None, "co_mentioned_distinct", why, scores)
+            if typed:
+                why = "the compatible concepts come only from conversations with none of this one's participants"
+                return Decision("create", None, "other_participants", why, scores)
             why = (
                 "no existing concepts"
                 if not hits
                 else f"no retrieved concept has a type compatible with {cand.type}"
             )
             return Decision("create", None, "no_match", why, scores)
+        if type_family(cand.type) == "fact":
+            return self._route_fact(cand, compatible, concepts, scores)
         best = compatible[0]
         strong = best.score >= r.attach_score and best.similarity >= r.min_attach_similarity
         alias = best.lexical >= 1.0 and best.similarity >= r.alias_attach_similarity
@@ -163,7 +192,8 @@ class Router:
             return self._match(cand, concepts[best.concept_id], rule, scores)
         if best.score >= r.ambiguous_score:
             if self.adjudicator is not None:
-                return self._adjudicate(cand, compatible, concepts, scores)
+                offered = [h for h in compatible if h.score >= r.ambiguous_score][:3]
+                return self._adjudicate(cand, offered, concepts, scores)
             return Decision(
                 "create",
                 None,
@@ -173,6 +203,75 @@ class Router:
                 scores,
             )
         return Decision("create", None, "novel", f"best fused {best.score:.3f} < {r.ambiguous_score}", scores)
+
+    def _route_fact(
+        self, cand: Candidate, compatible: list[RetrievalHit], concepts: dict[str, ConceptView], scores: dict
+    ) -> Decision:
+        """The same fact: near-identical restatement (or a shared title and close), at a compatible time
+        when an event is involved. The most similar such concept wins."""
+        r = self.rules
+        by_similarity = sorted(compatible, key=lambda h: (-h.similarity, h.concept_id))
+        blocked: tuple[RetrievalHit, str] | None = None
+        for h in by_similarity:
+            same = h.similarity >= r.fact_attach_similarity or (
+                h.lexical >= 1.0 and h.similarity >= r.fact_alias_similarity
+            )
+            if not same:
+                continue
+            target = concepts[h.concept_id]
+            rule = (
+                f"same fact: cosine {h.similarity:.3f} ≥ {r.fact_attach_similarity}"
+                if h.similarity >= r.fact_attach_similarity
+                else f"same fact: shared title and cosine {h.similarity:.3f} ≥ {r.fact_alias_similarity}"
+            )
+            if "event" in (cand.type, target.type):
+                clash = self._time_clash(cand, target)
+                if clash:
+                    blocked = blocked or (h, clash)
+                    continue
+                rule += "; times compatible"
+            scores["best"] = h.components()
+            return self._match(cand, target, rule, scores)
+        if blocked is not None:
+            scores["best"] = blocked[0].components()
+            return Decision(
+                "create",
+                None,
+                "event_time_differs",
+                f"a concept says the same words (cosine {blocked[0].similarity:.3f}) but {blocked[1]}: another event",
+                scores,
+            )
+        top = by_similarity[0]
+        if top.similarity >= r.fact_ambiguous_similarity:
+            if self.adjudicator is not None:
+                offered = [h for h in by_similarity if h.similarity >= r.fact_ambiguous_similarity][:3]
+                return self._adjudicate(cand, offered, concepts, scores)
+            return Decision(
+                "create",
+                None,
+                "ambiguous_create",
+                f"closest fact at cosine {top.similarity:.3f}, in the ambiguous band "
+                f"[{r.fact_ambiguous_similarity}, {r.fact_attach_similarity}) and no adjudicator: a new concept",
+                scores,
+            )
+        return Decision(
+            "create",
+            None,
+            "novel",
+            f"closest compatible fact at cosine {top.similarity:.3f} < {r.fact_ambiguous_similarity}",
+            scores,
+        )
+
+    def _time_clash(self, cand: Candidate, target: ConceptView) -> str:
+        """Why the candidate's time and the concept's cannot be one event ("" when they can)."""
+        w = self.rules.event_window_days
+        told = cand.message_created_at
+        mine = interval(cand.description, told, told, w)
+        first = target.first_seen or told
+        theirs = interval(target.description, first, target.last_seen or first, w)
+        if times_compatible(mine, theirs):
+            return ""
+        return f"its time {mine[0]}..{mine[1]} is not the concept's {theirs[0]}..{theirs[1]}"
 
     def _match(self, cand: Candidate, target: ConceptView, rule: str, scores: dict) -> Decision:
         r = self.rules
@@ -185,11 +284,27 @@ class Router:
                 scores,
                 True,
             )
-        if (
-            target.state == "weak"
-            and cand.confidence >= target.best_evidence_confidence + r.refine_margin
-            and normalise_name(cand.description) != normalise_name(target.description)
-        ):
+        stronger = (
+            target.state == "weak" and cand.confidence >= target.best_evidence_confidence + r.refine_margin
+        )
+        if type_family(target.type) == "name":
+            description, code = summaries.summary(
+                [target.title, *target.aliases], target.description, cand.description, cand.usage, stronger
+            )
+            why = {
+                "refine_definition": "the candidate says better what the thing is",
+                "refine_weak": f"concept is weak and the candidate (confidence {cand.confidence:.2f}) is more "
+                f"confident than its evidence ({target.best_evidence_confidence:.2f})",
+                "refine_context": f"a new usage context ({cand.usage!r})",
+            }
+            if code is not None:
+                return Decision(
+                    "refine", target.concept_id, code, f"{rule}; {why[code]}: description rewritten", scores,
+                    description=description,
+                )  # fmt: skip
+            return Decision("attach", target.concept_id, "match", rule, scores)
+        candidate = cand.description.strip()
+        if stronger and normalise_name(candidate) != normalise_name(target.description):
             return Decision(
                 "refine",
                 target.concept_id,
@@ -197,14 +312,22 @@ class Router:
                 f"{rule}; concept is weak and the candidate (confidence {cand.confidence:.2f}) is more confident "
                 f"than its evidence ({target.best_evidence_confidence:.2f}): description rewritten",
                 scores,
+                description=candidate,
+            )
+        if described_interval(target.description) is None and described_interval(candidate) is not None:
+            return Decision(
+                "refine",
+                target.concept_id,
+                "refine_dated",
+                f"{rule}; the candidate dates the fact: description rewritten",
+                scores,
+                description=candidate,
             )
         return Decision("attach", target.concept_id, "match", rule, scores)
 
     def _adjudicate(
-        self, cand: Candidate, compatible: list[RetrievalHit], concepts: dict[str, ConceptView], scores: dict
+        self, cand: Candidate, offered: list[RetrievalHit], concepts: dict[str, ConceptView], scores: dict
     ) -> Decision:
-        r = self.rules
-        offered = [h for h in compatible if h.score >= r.ambiguous_score][:3]
         options = [
             ConceptOption(c.concept_id, c.title, c.type, c.description, tuple(c.aliases), h.components())
             for h in offered

@@ -1,4 +1,24 @@
-"""ConceptHypothesis: a revisable epistemic object with typed relations and message-level evidence."""
+"""ConceptHypothesis: a revisable epistemic object with typed relations and message-level evidence.
+
+The title / description contract (every teacher, the Semantic Mapper and the memory loop follow it; the
+checks live in `memory_core.ontology.titles`):
+
+- **name types** (`entity`, `project`): the title IS the name, as written ("Sweden", "Ledgerly", "garden
+  planner app"), never a sentence. The description says what the thing is, from the evidence, as a
+  definition that starts with the name: "Oscar is Caroline's guinea pig.", "Ledgerly is the user's Flask
+  app for invoices."; when the text says nothing about it, "LGBTQ, mentioned by Caroline." It is never the
+  event the name happened to occur in: that event is a fact concept of its own. A concept of a name type
+  that absorbs many mentions keeps the best definition seen and lists a few of the phrases it is used in
+  ("… Mentioned in: LGBTQ support group; LGBTQ art show.").
+- **fact types** (`event`, `goal`, `belief`, `behavioral_pattern`, `tension`): the title is a short
+  canonical handle of the fact: the subject and the head phrase, at most `MAX_FACT_TITLE_WORDS` words, no
+  dates, no filler adverbs, no truncation marks ("Caroline went to a LGBTQ support group", "Melanie plays
+  clarinet"). The description is the whole fact restated in the third person with who and, when the text
+  gives one, the resolved date ("Caroline went to a LGBTQ support group yesterday (7 May 2023)."): it is
+  the text a later question is matched against, so it keeps the words a question would use.
+
+Concept embeddings use the exact key `"{title}: {description}"` (`concept_embedding_key`).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +35,11 @@ TrustState = Literal["stable", "weakened", "disputed", "broken", "stale", "archi
 RelationType = Literal["causes", "conflicts_with", "supports", "instance_of", "enables"]
 
 CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
+NAME_TYPES: tuple[str, ...] = ("entity", "project")
+FACT_TYPES: tuple[str, ...] = ("event", "goal", "belief", "behavioral_pattern", "tension")
+FACT_TITLE_WORDS = 8  # a fact title is cut to about this many words...
+MAX_FACT_TITLE_WORDS = 10  # ...and never more than this
+MAX_NAME_TITLE_WORDS = 10
 CONCEPT_STATES: tuple[str, ...] = get_args(ConceptState)
 TRUST_STATES: tuple[str, ...] = get_args(TrustState)
 RELATION_TYPES: tuple[str, ...] = get_args(RelationType)
@@ -59,3 +84,10 @@ class ConceptHypothesis(StrictBase):
 
 def concept_embedding_key(title: str, description: str) -> str:
     return f"{title}: {description}"
+
+
+def type_family(concept_type: str) -> str:
+    """ "name" for entity/project, "fact" for the statement types, "" outside the ontology."""
+    if concept_type in NAME_TYPES:
+        return "name"
+    return "fact" if concept_type in FACT_TYPES else ""

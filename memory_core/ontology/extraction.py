@@ -30,10 +30,14 @@ class CandidateRelation(StrictBase):
 
 
 class ConceptCandidate(StrictBase):
-    title: str = Field(description="short name of the concept: a name, or the fact in a few words")
+    title: str = Field(
+        description="entity/project: the name as written; a fact type: subject and head phrase in at most "
+        "eight words, no date (e.g. 'Nadia runs the Chicago Marathon')"
+    )
     type: ConceptType
     description: str = Field(
-        description="one sentence restating the fact in full words, third person, with who and when "
+        description="entity/project: what it is, starting with the name ('Oscar is Caroline's guinea pig.'); "
+        "a fact type: the whole fact in one sentence, third person, with who and the resolved date "
         "(e.g. 'Nadia is running the Chicago Marathon in October 2023.')"
     )
     aliases: list[str] = Field(description="other names used for the same thing in the text; [] when none")

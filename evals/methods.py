@@ -1,0 +1,63 @@
+"""Method names → retrievers for one run.
+
+`bm25`, `dense`: flat over ALL turns (both roles), the baselines the issue names. `bm25_user`, `dense_user`
+(LongMemEval only): flat over the user turns alone, i.e. over exactly the documents LongMemEval scores; the
+assistant turns then cannot crowd the ranking or, for BM25, shift the term statistics. `memory`: the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from evals.embedding import MemoEmbedder, cached, make_embedder
+from evals.retrievers.base import Retriever
+from evals.retrievers.bm25 import Bm25Retriever
+from evals.retrievers.dense import DenseRetriever
+from evals.retrievers.memory import CorpusBuilder, MemoryRetriever
+from memory_core.errors import InputError
+from memory_core.store.db import MemoryHome
+
+METHODS = ("memory", "bm25", "dense", "bm25_user", "dense_user")
+DEFAULT_METHODS = ("memory", "bm25", "dense")
+
+
+def parse_methods(text: str | Sequence[str]) -> list[str]:
+    names = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        raise InputError(
+            f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def make_retrievers(
+    names: Sequence[str],
+    benchmark: str,
+    embedder_kind: str = "minilm",
+    corpus_builder: Callable[[], CorpusBuilder] | None = None,
+    embedding_cache: MemoryHome | None = None,
+) -> list[Retriever]:
+    """Retrievers in the given order. The memory method is checked first: a missing read side fails the
+    run before any baseline work. `corpus_builder` makes the pipeline builder (only called for `memory`);
+    `embedding_cache`: the memory home whose shared embedding cache holds the dense turn vectors."""
+    if benchmark != "longmemeval" and any(n.endswith("_user") for n in names):
+        raise InputError(
+            "the *_user methods rank LongMemEval's user turns; LoCoMo scores every dialog turn, use bm25/dense"
+        )
+    memory = None
+    if "memory" in names:
+        if corpus_builder is None:
+            raise InputError("the memory method needs a pipeline corpus builder")
+        memory = MemoryRetriever(corpus_builder())
+    embedder = make_embedder(embedder_kind) if any(n.startswith("dense") for n in names) else None
+    documents = MemoEmbedder(cached(embedder, embedding_cache)) if embedder is not None else None
+    out: list[Retriever] = []
+    for name in names:
+        if name == "memory":
+            out.append(memory)
+        elif name in ("bm25", "bm25_user"):
+            out.append(Bm25Retriever(user_turns_only=name == "bm25_user"))
+        else:
+            out.append(DenseRetriever(embedder, user_turns_only=name == "dense_user", documents=documents))
+    return out

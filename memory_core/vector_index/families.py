@@ -1,0 +1,271 @@
+"""The four index families of a corpus (DESIGN §4.9): topics, concepts, segments and messages.
+
+| family   | ids                                   | vector                                                  |
+|----------|---------------------------------------|---------------------------------------------------------|
+| topics   | topics.topic_id                       | the topic centroid when it has the embedder's size, else the embedding of "label: profile" |
+| concepts | canonical_concepts not merged         | embedding of "{title}: {description}" (DESIGN §4.6 key)  |
+| segments | current segments                      | embedding of the segment text                           |
+| messages | messages                              | embedding of the message text (the last-resort path)    |
+
+Rows stream in batches (each text is read once); vectors of unchanged items (same id, same content key,
+same embedding model) are taken from the previous build instead of being embedded again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import Engine, func, select
+
+from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.ids import sha256_json, sha256_text
+from memory_core.ontology.concepts import concept_embedding_key
+from memory_core.store.db import CorpusStore
+from memory_core.store.schema import canonical_concepts, messages, segments, topics
+from memory_core.vector_index.faiss_index import FaissIndex, IndexPolicy
+
+FAMILIES = ("topics", "concepts", "segments", "messages")
+READ_BATCH = 2000
+
+
+@dataclass
+class FamilyReport:
+    family: str
+    kind: str
+    size: int
+    dim: int
+    params: dict
+    source: str  # "text" | "centroid" | "label_profile"
+    embedded: int  # texts embedded in this build
+    reused: int  # vectors taken from the previous build (same id, content and model)
+    embed_seconds: float
+    build_seconds: float
+    seconds: float
+    path: str
+
+    def as_metadata(self) -> dict:
+        return {
+            "kind": self.kind,
+            "size": self.size,
+            "dim": self.dim,
+            "source": self.source,
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "embed_seconds": round(self.embed_seconds, 3),
+            "build_seconds": round(self.build_seconds, 3),
+            **self.params,
+        }
+
+
+@dataclass(frozen=True)
+class _Item:
+    id: str
+    key: str  # content key: same key => same vector
+    text: str | None
+    vector: list[float] | None = None
+
+
+def family_path(store: CorpusStore, family: str) -> Path:
+    _check(family)
+    return store.path("indexes", family)
+
+
+def open_family_index(store: CorpusStore, family: str) -> FaissIndex | None:
+    """The current index of a family, or None when it has not been built."""
+    path = family_path(store, family)
+    return FaissIndex.load(path) if path.exists() else None
+
+
+def _check(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown index family {family!r} (choose from {', '.join(FAMILIES)})")
+
+
+def _source(store: CorpusStore, family: str) -> tuple[Engine, object]:
+    if family == "messages":
+        m = messages.c
+        return store.source, select(m.message_id.label("id"), m.text, m.content_sha256.label("key")).order_by(
+            m.message_id
+        )
+    if family == "segments":
+        s = segments.c
+        return store.staging, select(s.segment_id.label("id"), s.text).where(
+            s.superseded_at.is_(None)
+        ).order_by(s.segment_id)
+    if family == "concepts":
+        c = canonical_concepts.c
+        return store.staging, select(c.concept_id.label("id"), c.title, c.description).where(
+            c.state != "merged"
+        ).order_by(c.concept_id)
+    t = topics.c
+    return store.staging, select(t.topic_id.label("id"), t.label, t.profile, t.centroid).order_by(t.topic_id)
+
+
+def source_ids(store: CorpusStore, family: str) -> list[str]:
+    """The ids a family's index must hold, from its source table (what the asset check compares)."""
+    _check(family)
+    engine, stmt = _source(store, family)
+    with engine.connect() as conn:
+        return [r.id for r in conn.execute(stmt.with_only_columns(stmt.selected_columns.id))]
+
+
+def _count(store: CorpusStore, family: str) -> int:
+    engine, stmt = _source(store, family)
+    with engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(stmt.order_by(None).subquery())).scalar_one()
+
+
+def _use_centroids(store: CorpusStore, dim: int) -> bool:
+    """Topic centroids live in the segment-embedding space: usable when every one has the embedder's size."""
+    t = topics.c
+    with store.staging.connect() as conn:
+        sizes = {len(c or []) for c in conn.execute(select(t.centroid)).scalars()}
+    return sizes == {dim}
+
+
+def _items(store: CorpusStore, family: str, centroids: bool) -> Iterator[list[_Item]]:
+    engine, stmt = _source(store, family)
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=READ_BATCH).execute(stmt)
+        for part in result.partitions(READ_BATCH):
+            if family == "messages":
+                yield [_Item(r.id, r.key, r.text) for r in part]
+            elif family == "segments":
+                yield [_Item(r.id, sha256_text(r.text), r.text) for r in part]
+            elif family == "concepts":
+                batch = []
+                for r in part:
+                    text = concept_embedding_key(r.title, r.description)
+                    batch.append(_Item(r.id, sha256_text(text), text))
+                yield batch
+            elif centroids:
+                yield [_Item(r.id, sha256_json(r.centroid), None, r.centroid) for r in part]
+            else:
+                batch = []
+                for r in part:
+                    text = f"{r.label}: {r.profile}"
+                    batch.append(_Item(r.id, sha256_text(text), text))
+                yield batch
+
+
+class _Reuse:
+    """Vectors of the previous build, by id, when they were made by the same model from the same source."""
+
+    def __init__(self, previous: FaissIndex | None, model: str, source: str, dim: int):
+        self.previous = None
+        self.where: dict[str, tuple[int, str]] = {}
+        if previous is None or previous.dim != dim:
+            return
+        meta = previous.meta
+        keys = meta.get("keys")
+        if meta.get("model") != model or meta.get("source") != source or not keys:
+            return
+        self.previous = previous
+        self.where = {i: (pos, key) for pos, (i, key) in enumerate(zip(previous.ids, keys, strict=True))}
+
+    def position(self, item: _Item) -> int | None:
+        hit = self.where.get(item.id)
+        return hit[0] if hit and hit[1] == item.key else None
+
+
+def build_family_index(
+    store: CorpusStore,
+    family: str,
+    embedder: Embedder,
+    policy: IndexPolicy | None = None,
+    batch_size: int = 256,
+) -> FamilyReport:
+    """Build one family's index from its source table and swap it in atomically."""
+    _check(family)
+    started = time.perf_counter()
+    policy = policy or IndexPolicy()
+    dim = embedder.dim
+    centroids = family == "topics" and _use_centroids(store, dim)
+    source = "centroid" if centroids else ("label_profile" if family == "topics" else "text")
+    path = family_path(store, family)
+    try:
+        previous = FaissIndex.load(path) if path.exists() else None
+    except (ValueError, FileNotFoundError, RuntimeError):
+        previous = None  # an unreadable previous build only costs re-embedding
+    reuse = _Reuse(previous, embedder.model_name, source, dim)
+
+    capacity = max(_count(store, family), 1)
+    matrix = np.empty((capacity, dim), dtype=np.float32)
+    ids: list[str] = []
+    keys: list[str] = []
+    pending: list[tuple[int, str]] = []  # (row, text) waiting to be embedded
+    reuse_rows: list[tuple[int, int]] = []  # (row, previous position)
+    embedded = reused = 0
+    embed_seconds = 0.0
+
+    def flush_embeddings() -> None:
+        nonlocal embedded, embed_seconds
+        if not pending:
+            return
+        t0 = time.perf_counter()
+        vectors = embedder.embed([text for _, text in pending])
+        embed_seconds += time.perf_counter() - t0
+        matrix[[row for row, _ in pending]] = vectors
+        embedded += len(pending)
+        pending.clear()
+
+    def flush_reuse() -> None:
+        if reuse_rows:
+            matrix[[row for row, _ in reuse_rows]] = reuse.previous.vectors([pos for _, pos in reuse_rows])
+            reuse_rows.clear()
+
+    for batch in _items(store, family, centroids):
+        for item in batch:
+            row = len(ids)
+            if row >= matrix.shape[0]:  # rows added since the count: grow
+                matrix = np.concatenate([matrix, np.empty_like(matrix)])
+            ids.append(item.id)
+            keys.append(item.key)
+            if item.vector is not None:  # a topic centroid: already a vector
+                matrix[row] = l2_normalise(np.asarray([item.vector], dtype=np.float32))[0]
+                continue
+            pos = reuse.position(item)
+            if pos is not None:
+                reuse_rows.append((row, pos))
+                reused += 1
+                if len(reuse_rows) >= READ_BATCH:
+                    flush_reuse()
+                continue
+            pending.append((row, item.text or ""))
+            if len(pending) >= batch_size:
+                flush_embeddings()
+    flush_embeddings()
+    flush_reuse()
+
+    index = FaissIndex(
+        dim=dim, policy=policy, meta={"family": family, "model": embedder.model_name, "source": source}
+    )
+    index.build(ids, matrix[: len(ids)], keys=keys)
+    index.save(path)
+    return FamilyReport(
+        family=family,
+        kind=index.kind,
+        size=index.size,
+        dim=dim,
+        params=index.params,
+        source=source,
+        embedded=embedded,
+        reused=reused,
+        embed_seconds=embed_seconds,
+        build_seconds=index.build_seconds,
+        seconds=time.perf_counter() - started,
+        path=str(path),
+    )
+
+
+def build_corpus_indexes(
+    store: CorpusStore,
+    embedder: Embedder,
+    policy: IndexPolicy | None = None,
+    families: tuple[str, ...] = FAMILIES,
+) -> list[FamilyReport]:
+    return [build_family_index(store, family, embedder, policy) for family in families]

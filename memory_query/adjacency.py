@@ -1,0 +1,84 @@
+"""The walks of graph synthesis — Topic RELATED_TO Concept, Message EVIDENCE_FOR Concept, NEXT/PREVIOUS —
+over adjacency read once from the graph store when a graph was loaded, or from the staging tables it is
+loaded from when not (DESIGN §7: graph → vector → raw source). Retrieval walks one structure either way;
+reading the edges once per graph version keeps each query's walks in memory (no per-query graph calls).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from memory_query.reader import CorpusReader, _stamp
+
+WALK_LIMIT = 50
+
+
+@dataclass
+class Adjacency:
+    source: str  # "graph" (read from the graph store) or "tables" (from the staging tables)
+    related: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # topic → (concept, weight)
+    evidence: dict[str, list[tuple[str, float]]] = field(
+        default_factory=dict
+    )  # concept → (message, confidence)
+    next_of: dict[str, str] = field(default_factory=dict)
+    prev_of: dict[str, str] = field(default_factory=dict)
+
+    def related_concepts(self, topic_id: str) -> list[tuple[str, float]]:
+        return self.related.get(topic_id, [])[:WALK_LIMIT]
+
+    def evidence_messages(self, concept_id: str) -> list[tuple[str, float]]:
+        return self.evidence.get(concept_id, [])[:WALK_LIMIT]
+
+    def neighbours_in_time(self, message_id: str) -> list[str]:
+        return [m for m in (self.prev_of.get(message_id), self.next_of.get(message_id)) if m]
+
+
+def _sorted(groups: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
+    return {k: sorted(v, key=lambda x: -x[1]) for k, v in groups.items()}
+
+
+def graph_adjacency(graph) -> Adjacency:
+    related: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    evidence: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    next_of: dict[str, str] = {}
+    for _, topic, _, concept, props in graph.iter_edges("RELATED_TO"):
+        related[topic].append((concept, float(props.get("weight") or 0.0)))
+    for _, message, _, concept, props in graph.iter_edges("EVIDENCE_FOR"):
+        evidence[concept].append((message, float(props.get("confidence") or 0.0)))
+    for _, a, _, b, _props in graph.iter_edges("NEXT"):
+        next_of[a] = b
+    return Adjacency(
+        "graph", _sorted(related), _sorted(evidence), next_of, {b: a for a, b in next_of.items()}
+    )
+
+
+def table_adjacency(reader: CorpusReader) -> Adjacency:
+    topics, concepts, table = reader.topics(), reader.concepts(), reader.messages()
+    related = {
+        tid: [(concepts.ids[ci], w) for ci, w in topics.links[ti]] for ti, tid in enumerate(topics.ids)
+    }
+    evidence = {
+        cid: [(table.ids[mi], conf) for mi, conf, _, _ in concepts.evidence[ci]]
+        for ci, cid in enumerate(concepts.ids)
+    }
+    next_of = {
+        table.ids[i]: table.ids[i + 1]
+        for i in range(len(table) - 1)
+        if table.conversation[i] == table.conversation[i + 1]
+    }
+    return Adjacency(
+        "tables", _sorted(related), _sorted(evidence), next_of, {b: a for a, b in next_of.items()}
+    )
+
+
+def adjacency_for(reader: CorpusReader) -> Adjacency:
+    graph = reader.graph()
+    if graph is not None:
+        from memory_core.graph import embedded_graph_path
+
+        stamp = _stamp([embedded_graph_path(reader.store)])
+        return reader._cached("adjacency:graph", stamp, lambda: graph_adjacency(graph))
+    return reader._cached(
+        "adjacency:tables", reader._sql_stamp("source", "staging"), lambda: table_adjacency(reader)
+    )

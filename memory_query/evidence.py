@@ -1,0 +1,217 @@
+"""What the read side returns: ranked evidence items, the XML context an agent reads, and the citation rule.
+
+Every item is citable: a message as `[Source:<message uuid>]`, a concept as `[Concept:<concept id>]`. An
+answer sentence without a citation that resolves to returned (or stored) evidence is invalid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from xml.sax.saxutils import escape, quoteattr
+
+EXCERPT_CHARS = 600
+
+
+@dataclass
+class EvidenceItem:
+    """A source message found for the question, with where it sits and why it was found."""
+
+    message_id: str
+    conversation_id: str
+    conversation_ref: str  # the conversation's id in its input (LongMemEval session id, LoCoMo <sample>:S<n>)
+    source_ref: str  # the message's id in its input (dia_id, <session>_<turn>, node id, JSONL id)
+    role: str
+    author: str
+    created_at: datetime
+    time_derived: bool
+    text: str  # an excerpt (the span when one was matched, else the start of the message)
+    span_start: int  # char offsets of `text` in the message
+    span_end: int
+    score: float
+    paths: list[
+        str
+    ]  # which retrieval paths found it: lexical, dense, concept, topic, graph, session, context
+    channel_scores: dict[str, float] = field(default_factory=dict)
+    concept_ids: list[str] = field(default_factory=list)  # concepts this message is evidence for
+
+    @property
+    def citation(self) -> str:
+        return f"[Source:{self.message_id}]"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["created_at"] = self.created_at.isoformat()
+        d["citation"] = self.citation
+        return d
+
+
+@dataclass
+class ConceptHit:
+    concept_id: str
+    title: str
+    type: str
+    description: str
+    confidence: float
+    trust: str
+    first_seen: datetime
+    last_seen: datetime
+    score: float
+    evidence_message_ids: list[str]
+    paths: list[str]
+
+    @property
+    def citation(self) -> str:
+        return f"[Concept:{self.concept_id}]"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["first_seen"], d["last_seen"] = self.first_seen.isoformat(), self.last_seen.isoformat()
+        d["citation"] = self.citation
+        return d
+
+
+@dataclass
+class TopicHit:
+    topic_id: str
+    label: str
+    score: float
+    size: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ReactionHit:
+    reaction_id: str
+    message_id: str
+    state: str
+    intensity: float
+    valence: str
+    epistemic_status: str
+    evidence_text: str
+    occurred_at: datetime
+    topic_id: str | None
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["occurred_at"] = self.occurred_at.isoformat()
+        return d
+
+
+@dataclass
+class MemoryAnswer:
+    """The result of `query_memory`: ranked evidence and the XML context built from it."""
+
+    question: str
+    corpus: str
+    as_of: datetime | None
+    items: list[EvidenceItem]
+    concepts: list[ConceptHit]
+    topics: list[TopicHit]
+    reflective: list[ReactionHit]
+    context: str  # the XML blocks
+    paths_available: dict[str, bool]  # graph / vector / lexical: which parts of memory were there to use
+    timings_ms: dict[str, float]
+
+    @property
+    def citations(self) -> set[str]:
+        return {i.citation for i in self.items} | {c.citation for c in self.concepts}
+
+    def as_dict(self) -> dict:
+        return {
+            "question": self.question,
+            "corpus": self.corpus,
+            "as_of": self.as_of.isoformat() if self.as_of else None,
+            "items": [i.as_dict() for i in self.items],
+            "concepts": [c.as_dict() for c in self.concepts],
+            "topics": [t.as_dict() for t in self.topics],
+            "reflective": [r.as_dict() for r in self.reflective],
+            "context": self.context,
+            "paths_available": self.paths_available,
+            "timings_ms": self.timings_ms,
+        }
+
+
+# ------------------------------------------------------------------------------------------ XML context
+def _attrs(**values: object) -> str:
+    return " ".join(f"{k}={quoteattr(str(v))}" for k, v in values.items() if v is not None and v != "")
+
+
+def render_context(answer: MemoryAnswer, include_reflective: bool) -> str:
+    """The four evidence blocks of DESIGN §7, each item with ids, timestamps and character spans."""
+    out = [
+        f"<memory {_attrs(corpus=answer.corpus, as_of=answer.as_of.isoformat() if answer.as_of else None)}>"
+    ]
+    out.append("<direct_evidence>")
+    for item in answer.items:
+        out.append(
+            f"  <evidence {_attrs(cite=item.citation, author=item.author, role=item.role, time=item.created_at.isoformat(), span=f'{item.span_start}-{item.span_end}', score=round(item.score, 4), paths=','.join(item.paths))}>"
+            f"{escape(item.text)}</evidence>"
+        )
+    out.append("</direct_evidence>")
+    out.append("<associative_evidence>")
+    for topic in answer.topics:
+        out.append(
+            f"  <topic {_attrs(id=topic.topic_id, label=topic.label, score=round(topic.score, 4), size=topic.size)}/>"
+        )
+    for c in answer.concepts:
+        evidence = " ".join(f"[Source:{m}]" for m in c.evidence_message_ids)
+        out.append(
+            f"  <concept {_attrs(cite=c.citation, title=c.title, type=c.type, confidence=round(c.confidence, 3), trust=c.trust, first_seen=c.first_seen.isoformat(), last_seen=c.last_seen.isoformat(), evidence=evidence)}>"
+            f"{escape(c.description)}</concept>"
+        )
+    out.append("</associative_evidence>")
+    if include_reflective:
+        out.append("<reflective_hypotheses>")
+        for r in answer.reflective:
+            out.append(
+                f"  <reaction {_attrs(state=r.state, intensity=round(r.intensity, 2), valence=r.valence, status=r.epistemic_status, time=r.occurred_at.isoformat(), source=f'[Source:{r.message_id}]', topic=r.topic_id)}>"
+                f"{escape(r.evidence_text)}</reaction>"
+            )
+        out.append("</reflective_hypotheses>")
+    out.append("<source_provenance>")
+    for item in answer.items:
+        out.append(
+            f"  <source {_attrs(message_id=item.message_id, conversation_id=item.conversation_id, conversation_ref=item.conversation_ref, source_ref=item.source_ref, created_at=item.created_at.isoformat(), time_derived=str(item.time_derived).lower(), chars=f'{item.span_start}-{item.span_end}')}/>"
+        )
+    out.append("</source_provenance>")
+    out.append("</memory>")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------ citations
+CITATION = re.compile(r"\[(Concept|Source):([A-Za-z0-9_\-:.]+)\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+
+
+@dataclass
+class CitationReport:
+    valid: bool
+    sentences: int
+    uncited: list[str]  # sentences with no citation at all
+    unresolved: list[str]  # citations that name nothing known
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_citations(answer_text: str, known: set[str]) -> CitationReport:
+    """Every sentence must carry at least one `[Concept:ID]` / `[Source:UUID]` citation, and every citation
+    must be in `known` (the citations of the evidence the answer was built from)."""
+    sentences = [s.strip() for s in _SENTENCE.split(answer_text.strip()) if s.strip()]
+    uncited: list[str] = []
+    unresolved: list[str] = []
+    for sentence in sentences:
+        found = [f"[{kind}:{ident}]" for kind, ident in CITATION.findall(sentence)]
+        if not found:
+            uncited.append(sentence)
+        unresolved += [c for c in found if c not in known]
+    return CitationReport(
+        valid=bool(sentences) and not uncited and not unresolved,
+        sentences=len(sentences),
+        uncited=uncited,
+        unresolved=sorted(set(unresolved)),
+    )

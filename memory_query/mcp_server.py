@@ -1,0 +1,251 @@
+"""The MCP server: `query_memory` and the agent tools over the corpora of one memory home.
+
+Every tool goes through the scoping middleware (`ScopedTools`): a request names a corpus the server was
+started for, and ids outside it (or outside the allowed sessions) look unknown. Reflective data is returned
+only when the request carries `psychological_access=true`. Transports: stdio, and streamable HTTP bound to
+loopback unless configured otherwise, optionally behind a bearer token. No Dagster here.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memory_core.errors import MemoryOSError
+from memory_core.store.db import MemoryHome
+from memory_query.evidence import check_citations
+from memory_query.retrieval import reader_for
+from memory_query.scoping import Scope, ScopedTools, scoped_query
+from memory_query.tools import MemoryTools, ToolError
+
+INSTRUCTIONS = (
+    "Memory OS: a provable memory of long chat histories. Start with query_memory (hierarchical retrieval with "
+    "cited XML evidence) or smart_search; walk the hierarchy Domain > AnchorEntity > Topic > Concept > Segment > "
+    "Message with explore_node and lens; read originals with read_source_message; finish with submit_evidence. "
+    "Cite every claim as [Source:<message id>] or [Concept:<concept id>]."
+)
+
+
+class EvidenceOut(BaseModel):
+    cite: str
+    message_id: str
+    author: str
+    role: str
+    time: str
+    conversation_ref: str
+    source_ref: str
+    text: str
+    span: list[int]
+    score: float
+    paths: list[str]
+
+
+class QueryMemoryResult(BaseModel):
+    corpus: str
+    question: str
+    evidence: list[EvidenceOut]
+    concepts: list[dict[str, Any]] = Field(description="concepts with their evidence citations")
+    context: str = Field(description="the XML evidence blocks to reason over")
+    paths_available: dict[str, bool]
+
+
+class CitationCheck(BaseModel):
+    valid: bool
+    sentences: int
+    uncited: list[str]
+    unresolved: list[str]
+
+
+class MemoryServer:
+    """The corpora one server exposes, each behind its scope."""
+
+    def __init__(
+        self,
+        home: MemoryHome,
+        corpora: Sequence[str] | None = None,
+        sessions: dict[str, Sequence[str]] | None = None,
+    ):
+        self.home = home
+        registered = [r["name"] for r in home.registrations()]
+        self.corpora = list(corpora) if corpora else registered
+        unknown = [c for c in self.corpora if c not in registered]
+        if unknown:
+            raise ToolError(f"not registered under {home.root}: {', '.join(unknown)}")
+        self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
+        self._tools: dict[str, ScopedTools] = {}
+
+    def scope(self, corpus: str) -> Scope:
+        if corpus not in self.corpora:
+            raise ToolError(f"unknown corpus {corpus!r}; this server serves: {', '.join(self.corpora)}")
+        return Scope.of(corpus, self.sessions.get(corpus))
+
+    def tools(self, corpus: str) -> ScopedTools:
+        scope = self.scope(corpus)
+        if corpus not in self._tools:
+            self._tools[corpus] = ScopedTools(MemoryTools(reader_for(corpus, self.home)), scope)
+        return self._tools[corpus]
+
+    def query(
+        self, corpus: str, question: str, k: int, as_of: str | None, psychological_access: bool
+    ) -> QueryMemoryResult:
+        when = datetime.fromisoformat(as_of) if as_of else None
+        answer = scoped_query(
+            question,
+            corpus,
+            self.scope(corpus),
+            k=k,
+            as_of=when,
+            psychological_access=psychological_access,
+            home=self.home,
+        )
+        return QueryMemoryResult(
+            corpus=corpus,
+            question=question,
+            evidence=[
+                EvidenceOut(
+                    cite=i.citation,
+                    message_id=i.message_id,
+                    author=i.author,
+                    role=i.role,
+                    time=i.created_at.isoformat(),
+                    conversation_ref=i.conversation_ref,
+                    source_ref=i.source_ref,
+                    text=i.text,
+                    span=[i.span_start, i.span_end],
+                    score=round(i.score, 4),
+                    paths=i.paths,
+                )
+                for i in answer.items
+            ],
+            concepts=[
+                {
+                    "cite": c.citation,
+                    "title": c.title,
+                    "type": c.type,
+                    "description": c.description,
+                    "evidence": [f"[Source:{m}]" for m in c.evidence_message_ids],
+                }
+                for c in answer.concepts
+            ],
+            context=answer.context,
+            paths_available=answer.paths_available,
+        )
+
+
+def _anticipated(fn):
+    """Errors the agent can act on (unknown id, corpus, relation) reach it as readable tool errors; the MCP
+    SDK would otherwise hide them behind "Error executing tool"."""
+    from mcp.server.mcpserver.exceptions import ToolError as SdkToolError
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ToolError, MemoryOSError, ValueError) as exc:
+            raise SdkToolError(str(exc)) from exc
+
+    return wrapper
+
+
+def build_server(memory: MemoryServer):
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="memory-os", instructions=INSTRUCTIONS)
+    register = server.tool
+
+    def tool():
+        return lambda fn: register()(_anticipated(fn))
+
+    @tool()
+    def list_corpora() -> list[str]:
+        """The corpora this server answers from."""
+        return memory.corpora
+
+    @tool()
+    def query_memory(
+        corpus: str, question: str, k: int = 8, as_of: str | None = None, psychological_access: bool = False
+    ) -> QueryMemoryResult:
+        """Hierarchical retrieval (topics > concepts > graph > evidence, fused with search over the raw
+        messages): ranked, cited evidence and the XML context. `as_of` (ISO date) asks what memory held
+        then; reflective hypotheses only with psychological_access=true."""
+        return memory.query(corpus, question, max(1, min(k, 20)), as_of, psychological_access)
+
+    @tool()
+    def smart_search(corpus: str, query: str, k: int = 8) -> dict:
+        """Evidence messages for a query, with an OR fallback over its components when the whole finds little."""
+        return memory.tools(corpus).smart_search(query, k)
+
+    @tool()
+    def explore_node(corpus: str, node_id: str, node_type: str | None = None) -> dict:
+        """Any node (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation): summary and, per
+        relation, the count and first neighbours."""
+        return memory.tools(corpus).explore_node(node_id, node_type)
+
+    @tool()
+    def lens(corpus: str, node_id: str, paths: list[str] | None = None, max_ids: int = 20) -> dict:
+        """Follow relation paths from a node, e.g. ["Topic>Concept>Message"]; at most 20 ids per path."""
+        return memory.tools(corpus).lens(node_id, paths, max_ids)
+
+    @tool()
+    def read_source_message(corpus: str, message_id: str, context: int = 1) -> dict:
+        """The original text of a message with its provenance and its neighbours in the conversation."""
+        return memory.tools(corpus).read_source_message(message_id, context)
+
+    @tool()
+    def submit_evidence(corpus: str, message_ids: list[str], claim: str) -> dict:
+        """Submit the messages that support a claim (the exit of a search); unknown ids are rejected."""
+        return memory.tools(corpus).submit_evidence(message_ids, claim)
+
+    @tool()
+    def check_answer_citations(answer: str, citations: list[str]) -> CitationCheck:
+        """Check that every sentence of an answer cites evidence among `citations`."""
+        report = check_citations(answer, set(citations))
+        return CitationCheck(**report.as_dict())
+
+    return server
+
+
+def bearer_guard(app, token: str):
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def serve(
+    memory: MemoryServer,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+) -> None:
+    server = build_server(memory)
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    if token:
+        app = bearer_guard(app, token)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

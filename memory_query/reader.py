@@ -1,0 +1,318 @@
+"""Read-only access to one corpus's built memory: stores, lexical and vector indexes, graph.
+
+Everything is loaded lazily on first use and kept while its files are unchanged, so a long-lived reader
+(the MCP server, an eval run) pays the load once and a rebuild is picked up on the next query. A part that
+was never built is `None`: retrieval degrades to what exists (graph → vectors → the raw source).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+
+from memory_core.embeddings import Embedder
+from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
+from memory_core.store.db import CorpusStore
+from memory_core.store.schema import (
+    canonical_concepts,
+    concept_evidence,
+    conversations,
+    messages,
+    topic_concept_links,
+    topic_segments,
+    topics,
+)
+from memory_core.vector_index import FaissIndex
+from memory_core.vector_index.families import family_path, open_family_index
+
+
+@dataclass
+class MessageTable:
+    """Per-message metadata in arrays aligned with `ids` (texts stay in SQLite until an item is shown)."""
+
+    ids: list[str]
+    index: dict[str, int]
+    conversation: np.ndarray  # int: index into conv_ids
+    conv_ids: list[str]
+    conv_refs: list[str]
+    position: np.ndarray
+    role: np.ndarray  # object array of str
+    author: list[str]
+    created_at: np.ndarray  # datetime64[us]
+    time_derived: np.ndarray  # bool
+    source_ref: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class ConceptTable:
+    ids: list[str]
+    index: dict[str, int]
+    rows: list[dict]
+    # evidence per concept: [(message index, confidence, span_start, span_end)]
+    evidence: list[list[tuple[int, float, int, int]]]
+
+
+@dataclass
+class TopicTable:
+    ids: list[str]
+    index: dict[str, int]
+    rows: list[dict]
+    members: list[np.ndarray]  # message indexes per topic (through its segments)
+    links: list[list[tuple[int, float]]]  # (concept index, weight 0-100) per topic
+
+
+def _stamp(paths: list[Path]) -> tuple:
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((str(p), st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append((str(p), None, None))
+    return tuple(out)
+
+
+class CorpusReader:
+    def __init__(self, store: CorpusStore):
+        self.store = store
+        self._lock = threading.RLock()
+        self._cache: dict[str, tuple[tuple, object]] = {}
+
+    # -------------------------------------------------------------------------------- freshness
+    def _db_files(self, name: str) -> list[Path]:
+        base = self.store.dir / f"{name}.db"
+        return [base, Path(f"{base}-wal")]
+
+    def _cached(self, key: str, stamp: tuple, build):
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == stamp:
+                return hit[1]
+            value = build()
+            self._cache[key] = (stamp, value)
+            return value
+
+    def _sql_stamp(self, *names: str) -> tuple:
+        if self.store.home.url_template:  # not files: a cheap content fingerprint instead
+            return ("sql", self._row_counts())
+        return _stamp([p for n in names for p in self._db_files(n)])
+
+    def _row_counts(self) -> tuple:
+        from sqlalchemy import func
+
+        with self.store.source.connect() as s, self.store.staging.connect() as g:
+            return (
+                s.execute(select(func.count()).select_from(messages)).scalar_one(),
+                g.execute(select(func.count()).select_from(canonical_concepts)).scalar_one(),
+                g.execute(select(func.count()).select_from(concept_evidence)).scalar_one(),
+                g.execute(select(func.count()).select_from(topics)).scalar_one(),
+            )
+
+    # -------------------------------------------------------------------------------- tables
+    def messages(self) -> MessageTable:
+        return self._cached("messages", self._sql_stamp("source"), self._load_messages)
+
+    def _load_messages(self) -> MessageTable:
+        with self.store.source.connect() as conn:
+            convs = conn.execute(select(conversations.c.conversation_id, conversations.c.source_ref)).all()
+            rows = conn.execute(
+                select(
+                    messages.c.message_id,
+                    messages.c.conversation_id,
+                    messages.c.position,
+                    messages.c.role,
+                    messages.c.author,
+                    messages.c.created_at,
+                    messages.c.time_derived,
+                    messages.c.source_ref,
+                ).order_by(messages.c.conversation_id, messages.c.position)
+            ).all()
+        conv_index = {c.conversation_id: i for i, c in enumerate(convs)}
+        ids = [r.message_id for r in rows]
+        return MessageTable(
+            ids=ids,
+            index={m: i for i, m in enumerate(ids)},
+            conversation=np.fromiter(
+                (conv_index[r.conversation_id] for r in rows), dtype=np.int32, count=len(rows)
+            ),
+            conv_ids=[c.conversation_id for c in convs],
+            conv_refs=[c.source_ref for c in convs],
+            position=np.fromiter((r.position for r in rows), dtype=np.int32, count=len(rows)),
+            role=np.array([r.role for r in rows], dtype=object),
+            author=[r.author for r in rows],
+            created_at=np.array([r.created_at for r in rows], dtype="datetime64[us]"),
+            time_derived=np.fromiter((bool(r.time_derived) for r in rows), dtype=bool, count=len(rows)),
+            source_ref=[r.source_ref for r in rows],
+        )
+
+    def message_texts(self, message_ids: list[str]) -> dict[str, tuple[str, dict]]:
+        """(text, attributes) of a few messages, straight from the source store."""
+        if not message_ids:
+            return {}
+        with self.store.source.connect() as conn:
+            rows = conn.execute(
+                select(messages.c.message_id, messages.c.text, messages.c.attributes).where(
+                    messages.c.message_id.in_(message_ids)
+                )
+            ).all()
+        return {r.message_id: (r.text, r.attributes or {}) for r in rows}
+
+    def concepts(self) -> ConceptTable:
+        return self._cached("concepts", self._sql_stamp("source", "staging"), self._load_concepts)
+
+    def _load_concepts(self) -> ConceptTable:
+        table = self.messages()
+        with self.store.staging.connect() as conn:
+            rows = [
+                dict(r)
+                for r in conn.execute(
+                    select(
+                        canonical_concepts.c.concept_id,
+                        canonical_concepts.c.title,
+                        canonical_concepts.c.type,
+                        canonical_concepts.c.description,
+                        canonical_concepts.c.confidence,
+                        canonical_concepts.c.trust,
+                        canonical_concepts.c.state,
+                        canonical_concepts.c.first_seen,
+                        canonical_concepts.c.last_seen,
+                    ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
+                ).mappings()
+            ]
+            ids = [r["concept_id"] for r in rows]
+            index = {c: i for i, c in enumerate(ids)}
+            evidence: list[list[tuple[int, float, int, int]]] = [[] for _ in ids]
+            for r in conn.execute(
+                select(
+                    concept_evidence.c.concept_id,
+                    concept_evidence.c.message_id,
+                    concept_evidence.c.confidence,
+                    concept_evidence.c.span_start,
+                    concept_evidence.c.span_end,
+                ).where(concept_evidence.c.status == "active")
+            ):
+                ci, mi = index.get(r.concept_id), table.index.get(r.message_id)
+                if ci is not None and mi is not None:
+                    evidence[ci].append((mi, float(r.confidence), r.span_start, r.span_end))
+        return ConceptTable(ids, index, rows, evidence)
+
+    def topics(self) -> TopicTable:
+        return self._cached("topics", self._sql_stamp("source", "staging"), self._load_topics)
+
+    def _load_topics(self) -> TopicTable:
+        from memory_core.store.schema import segments
+
+        table, concept_table = self.messages(), self.concepts()
+        with self.store.staging.connect() as conn:
+            rows = [
+                dict(r)
+                for r in conn.execute(
+                    select(topics.c.topic_id, topics.c.label, topics.c.size, topics.c.domain_id)
+                ).mappings()
+            ]
+            ids = [r["topic_id"] for r in rows]
+            index = {t: i for i, t in enumerate(ids)}
+            members: list[list[int]] = [[] for _ in ids]
+            for r in conn.execute(
+                select(topic_segments.c.topic_id, segments.c.message_ids)
+                .join(segments, segments.c.segment_id == topic_segments.c.segment_id)
+                .where(topic_segments.c.topic_id.is_not(None), segments.c.superseded_at.is_(None))
+            ):
+                ti = index.get(r.topic_id)
+                if ti is not None:
+                    members[ti] += [table.index[m] for m in r.message_ids if m in table.index]
+            links: list[list[tuple[int, float]]] = [[] for _ in ids]
+            for r in conn.execute(select(topic_concept_links)):
+                ti, ci = index.get(r.topic_id), concept_table.index.get(r.concept_id)
+                if ti is not None and ci is not None:
+                    links[ti].append((ci, float(r.weight)))
+        return TopicTable(
+            ids, index, rows, [np.unique(np.asarray(m, dtype=np.int64)) for m in members], links
+        )
+
+    def segment_messages(self) -> dict[str, list[int]]:
+        """Current segment id → message indexes (for the segment vector index)."""
+        from memory_core.store.schema import segments
+
+        def build():
+            table = self.messages()
+            with self.store.staging.connect() as conn:
+                return {
+                    r.segment_id: [table.index[m] for m in r.message_ids if m in table.index]
+                    for r in conn.execute(
+                        select(segments.c.segment_id, segments.c.message_ids).where(
+                            segments.c.superseded_at.is_(None)
+                        )
+                    )
+                }
+
+        return self._cached("segment_messages", self._sql_stamp("source", "staging"), build)
+
+    # -------------------------------------------------------------------------------- indexes
+    def lexicon(self) -> tuple[CorpusLexicon, bool]:
+        """The lexical indexes, and whether they came from the built index files (False: built here from
+        the raw source because the `indexes` asset has not written them)."""
+        folder = lexicon_dir(self.store)
+        files = [folder / f"{n}.npz" for n in CorpusLexicon.FILES]
+        if all(f.exists() for f in files):
+            return self._cached("lexicon", _stamp(files), lambda: CorpusLexicon.load(folder)), True
+        return self._cached(
+            "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
+        ), False
+
+    def lexicon_alignment(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row of the message table for each lexical message document, and row of the lexical conversation
+        documents for each conversation of the table (-1 where absent): computed once per version."""
+        lexicon, _ = self.lexicon()
+        table = self.messages()
+
+        def build():
+            docs = np.fromiter(
+                (table.index.get(m, -1) for m in lexicon.messages.ids),
+                dtype=np.int64,
+                count=lexicon.messages.n_docs,
+            )
+            position = {c: i for i, c in enumerate(lexicon.conversations.ids)}
+            convs = np.fromiter(
+                (position.get(c, -1) for c in table.conv_ids), dtype=np.int64, count=len(table.conv_ids)
+            )
+            return docs, convs
+
+        return self._cached("lexicon_alignment", (id(lexicon), id(table)), build)
+
+    def vectors(self, family: str) -> FaissIndex | None:
+        path = family_path(self.store, family)
+        if not path.exists():
+            return None
+        stamp = (str(path.resolve()),)
+        return self._cached(f"vectors:{family}", stamp, lambda: open_family_index(self.store, family))
+
+    def graph(self):
+        """The corpus's graph store when one has been loaded, else None."""
+        from memory_core.graph import embedded_graph_path, open_graph
+
+        path = embedded_graph_path(self.store)
+        if not path.exists():
+            return None
+
+        def build():
+            graph = open_graph(self.store)
+            counts = graph.counts()
+            return graph if counts.total_nodes else None
+
+        return self._cached("graph", _stamp([path]), build)
+
+
+def embedder_for_index(index: FaissIndex) -> Embedder:
+    """The embedder that produced an index (recorded in its metadata), so queries land in the same space."""
+    from memory_core.embeddings.factory import embedder_from_spec
+
+    return embedder_from_spec(index.meta.get("model", ""), index.dim)

@@ -1,0 +1,98 @@
+"""Layer 3: materialise `graph` and `indexes` of a corpus partition (the small hand-built corpus, the
+hashing embedder as the `embeddings` resource), with their checks; a rerun leaves identical counts."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from sqlalchemy import update
+
+from memory_assets.definitions import defs
+from memory_assets.partitions import corpus_partitions
+from memory_core.store.schema import concept_evidence
+from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.graph import GraphConfigError, GraphResource
+from tests.conftest import stage_resources
+from tests.graph_corpus import build_small_corpus
+
+READ_SIDE = dg.AssetSelection.assets("graph", "indexes")
+
+
+def _materialize(instance, home, name, run_config=None):
+    return dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        selection=READ_SIDE,
+        instance=instance,
+        partition_key=name,
+        run_config=run_config,
+        raise_on_error=False,
+        resources=stage_resources(home, embeddings=EmbeddingsResource(provider="hashing", hashing_dim=64)),
+    )
+
+
+def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
+    corpus = build_small_corpus(home, tmp_path, name="garden")
+    instance.add_dynamic_partitions(corpus_partitions.name, ["garden"])
+    result = _materialize(instance, home, "garden")
+    assert result.success
+    graph_meta = result.asset_materializations_for_node("graph")[0].metadata
+    assert graph_meta["backend"].value == "embedded"
+    assert graph_meta["nodes_total"].value == 2 + 10 + 5 + 4 + 2 + 1 + 1 + 2 + 0 + 1
+    assert graph_meta["node_counts"].value["UserReaction"] == 0  # reflective excluded by default
+    assert graph_meta["edge_counts"].value["EVIDENCE_FOR"] == 5
+    assert graph_meta["dangling_references"].value == {"SUPPORTS": 1}
+    index_meta = result.asset_materializations_for_node("indexes")[0].metadata
+    assert index_meta["messages_size"].value == 10 and index_meta["messages_kind"].value == "flat"
+    assert (
+        index_meta["embedding_model"].value == "hashing-64" and index_meta["embedded"].value == 2 + 4 + 5 + 10
+    )
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert set(evaluations) == {
+        "graph_counts_match_tables",
+        "evidence_points_to_source_messages",
+        "index_ids_match_sources",
+        "index_finds_its_own_vectors",
+    }
+    assert all(e.passed for e in evaluations.values()), {
+        k: e.metadata for k, e in evaluations.items() if not e.passed
+    }
+
+    again = _materialize(
+        instance, home, "garden", {"ops": {"graph": {"config": {"include_reflective": True}}}}
+    )
+    assert again.success
+    meta = again.asset_materializations_for_node("graph")[0].metadata
+    assert meta["edge_counts"].value == {**graph_meta["edge_counts"].value, "DURING": 1}
+    assert meta["node_counts"].value == {**graph_meta["node_counts"].value, "UserReaction": 1}
+    assert again.asset_materializations_for_node("indexes")[0].metadata["reused"].value == 21
+    assert all(e.passed for e in again.get_asset_check_evaluations())
+
+    # a span that no longer matches its message fails the evidence check
+    with corpus.store.staging.begin() as conn:
+        conn.execute(update(concept_evidence).where(concept_evidence.c.text == "Kyoto").values(text="Osaka"))
+    broken = _materialize(instance, home, "garden")
+    failed = {e.check_name: e for e in broken.get_asset_check_evaluations() if not e.passed}
+    assert set(failed) == {"evidence_points_to_source_messages"}
+    assert failed["evidence_points_to_source_messages"].metadata["wrong_spans"].value == 1
+
+
+def test_graph_resource_settings(home, monkeypatch):
+    store = home.corpus("garden")
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    with pytest.raises(GraphConfigError, match="NEO4J_URI"):
+        GraphResource(backend="neo4j").store_for(store)
+    monkeypatch.setenv("NEO4J_URI", "bolt://db.example:7687")
+    monkeypatch.setenv("NEO4J_PASSWORD", "pw-from-env")
+    neo = GraphResource(backend="neo4j").store_for(store)
+    assert (
+        neo.uri == "bolt://db.example:7687"
+        and neo.corpus == "garden"
+        and neo._auth == ("neo4j", "pw-from-env")
+    )
+    description = GraphResource(backend="neo4j", neo4j_password="s3cret").describe(store)
+    assert "s3cret" not in str(description) and "pw-from-env" not in str(description)
+    inline = GraphResource(backend="neo4j", neo4j_uri="neo4j+s://admin:inline-pw@db.example:7687").describe(
+        store
+    )
+    assert inline["location"] == "neo4j+s://db.example:7687 db=neo4j corpus=garden"
+    assert GraphResource().describe(store)["location"].endswith("corpora/garden/graph/graph.lbdb")

@@ -1,0 +1,484 @@
+"""The graph store contract, run against both backends: embedded LadybugDB always, Neo4j when NEO4J_URI
+is set (marked `neo4j`, skipped otherwise). Plus the embedded store's atomic swap and the Neo4j store's
+parameterisation (checked on the statements it sends, without a server)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import delete, select
+
+from memory_core.graph import GraphExport, embedded_graph_path, expected_counts, load_corpus_graph
+from memory_core.graph.base import EdgeBatch, NodeBatch
+from memory_core.graph.ladybug_store import LadybugGraphStore
+from memory_core.graph.schema import EDGE_TYPES, NODE_TYPES
+from memory_core.store.db import MemoryHome, dispose_engines
+from memory_core.store.schema import messages, topic_concept_links
+from tests.graph_corpus import T0, build_small_corpus
+
+
+@pytest.fixture
+def corpus(home, tmp_path):
+    return build_small_corpus(home, tmp_path)
+
+
+def _neo4j_store(name: str):
+    from memory_core.graph.neo4j_store import Neo4jGraphStore
+
+    return Neo4jGraphStore(
+        os.environ["NEO4J_URI"],
+        os.environ.get("NEO4J_USER", "neo4j"),
+        os.environ.get("NEO4J_PASSWORD", ""),
+        corpus=name,
+        database=os.environ.get("NEO4J_DATABASE", "neo4j"),
+    )
+
+
+BACKENDS = [
+    "embedded",
+    pytest.param(
+        "neo4j",
+        marks=[
+            pytest.mark.neo4j,
+            pytest.mark.skipif(not os.environ.get("NEO4J_URI"), reason="NEO4J_URI not set"),
+        ],
+    ),
+]
+
+
+def _open(backend: str, corpus):
+    if backend == "embedded":
+        return LadybugGraphStore(embedded_graph_path(corpus.store))
+    return _neo4j_store(f"test-{uuid.uuid4().hex[:12]}")
+
+
+def _discard(backend: str, store) -> None:
+    if backend == "neo4j":
+        for label in NODE_TYPES:
+            store.delete_label(label)
+    store.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def graph(request, corpus):
+    """An empty store of each backend, for tests that write."""
+    store = _open(request.param, corpus)
+    yield store
+    _discard(request.param, store)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared(request, tmp_path_factory):
+    """(corpus, graph) loaded once per backend for the read-only traversal tests."""
+    tmp = tmp_path_factory.mktemp("shared")
+    corpus = build_small_corpus(MemoryHome.resolve(tmp / "home"), tmp)
+    store = _open(request.param, corpus)
+    load_corpus_graph(corpus.store, store)
+    yield corpus, store
+    _discard(request.param, store)
+    dispose_engines()
+
+
+@pytest.fixture
+def loaded(shared):
+    return shared[1]
+
+
+@pytest.fixture
+def small(shared):
+    return shared[0]
+
+
+# ------------------------------------------------------------------------------------------ loading
+def test_counts_match_the_tables_and_reflective_is_excluded_by_default(graph, corpus):
+    report, export = load_corpus_graph(corpus.store, graph)
+    counts = graph.counts()
+    expected = expected_counts(corpus.store)
+    assert counts.nodes == expected["nodes"] and counts.edges == expected["edges"]
+    assert counts.nodes["UserReaction"] == 0 and counts.edges["DURING"] == 0
+    assert report.nodes == counts.nodes and report.edges == counts.edges
+    # the hand-built corpus: 10 messages in 2 conversations, 5 rounds, 4 concepts, 5 evidence spans
+    assert counts.nodes["Message"] == 10 and counts.edges["NEXT"] == 8 and counts.edges["EVIDENCE_FOR"] == 5
+    assert (
+        counts.edges["BELONGS_TO"] == 5 + 1 + 1 + 1
+    )  # segments→topic, topic→anchor, anchor→domain, topic→domain
+    assert export.dangling == {"SUPPORTS": 1}  # a relation to a concept id that does not exist
+
+
+def test_reload_is_idempotent_and_replaces_stale_items(graph, corpus):
+    load_corpus_graph(corpus.store, graph)
+    first = graph.counts()
+    first_edges = sorted((s, d, p["mention_id"]) for _, s, _, d, p in graph.iter_edges("EVIDENCE_FOR"))
+    load_corpus_graph(corpus.store, graph)
+    assert graph.counts() == first
+    assert (
+        sorted((s, d, p["mention_id"]) for _, s, _, d, p in graph.iter_edges("EVIDENCE_FOR")) == first_edges
+    )
+    with corpus.store.staging.begin() as conn:
+        conn.execute(delete(topic_concept_links).where(topic_concept_links.c.weight < 50))
+    load_corpus_graph(corpus.store, graph)
+    assert graph.counts().edges["RELATED_TO"] == first.edges["RELATED_TO"] - 1
+    assert graph.counts().edges == expected_counts(corpus.store)["edges"]
+
+
+def test_evidence_edges_point_to_source_messages_with_verbatim_spans(loaded, small):
+    edges = list(loaded.iter_edges("EVIDENCE_FOR"))
+    assert len(edges) == 5
+    with small.store.source.connect() as conn:
+        texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
+    for src_label, src, dst_label, dst, props in edges:
+        assert (src_label, dst_label) == ("Message", "Concept") and dst in small.concepts.values()
+        assert texts[src][props["span_start"] : props["span_end"]] == props["text"]
+
+
+def test_reflective_nodes_load_separately_and_purge(graph, corpus):
+    loaded = graph
+    load_corpus_graph(corpus.store, loaded)
+    export = GraphExport(corpus.store, core=False, reflective=True)
+    report = loaded.upsert(export.nodes(), export.edges())
+    assert report.nodes == {"UserReaction": 1} and report.edges == {"DURING": 1}
+    counts = loaded.counts()
+    assert counts.nodes["UserReaction"] == 1 and counts.edges["DURING"] == 1
+    during = loaded.neighbours("UserReaction", corpus.reaction_id, ["DURING"], "out")
+    assert [n.node.id for n in during] == [corpus.topics["garden"]]
+    assert loaded.delete_label("UserReaction") == 1
+    counts = loaded.counts()
+    assert counts.nodes["UserReaction"] == 0 and counts.edges["DURING"] == 0
+    assert counts.nodes["Topic"] == 2
+
+
+def test_upsert_is_idempotent_and_counts_edges_to_missing_nodes(graph, corpus):
+    loaded = graph
+    load_corpus_graph(corpus.store, loaded)
+    before = loaded.counts()
+    node = NodeBatch("Domain", [{"id": "d-new", "label": "Travel", "profile": "trips", "size": 1}])
+    edges = [
+        EdgeBatch(
+            "BELONGS_TO",
+            "Topic",
+            "Domain",
+            [{"src": corpus.topics["travel"], "dst": "d-new", "probability": None}],
+        ),
+        EdgeBatch("BELONGS_TO", "Topic", "Domain", [{"src": "no-such-topic", "dst": "d-new"}]),
+    ]
+    first = loaded.upsert([node], edges)
+    second = loaded.upsert([node], edges)
+    assert first.edges == second.edges == {"BELONGS_TO": 1}
+    assert first.dropped_edges == {"BELONGS_TO": 1}
+    after = loaded.counts()
+    assert after.nodes["Domain"] == before.nodes["Domain"] + 1
+    assert after.edges["BELONGS_TO"] == before.edges["BELONGS_TO"] + 1
+    assert loaded.node("Domain", "d-new").props == {"label": "Travel", "profile": "trips", "size": 1}
+
+
+# ------------------------------------------------------------------------------------------ traversal
+def test_node_lookup_by_label_and_by_id_alone(loaded, small):
+    mid = small.conversations["garden"][2]
+    node = loaded.node("Message", mid)
+    assert (
+        node.props["text"] == small.texts[mid]
+        and node.props["position"] == 2
+        and node.props["role"] == "user"
+    )
+    assert node.props["parent_id"] is None or isinstance(node.props["parent_id"], str)
+    assert loaded.node("Concept", mid) is None
+    assert loaded.find_node(small.concepts["kyoto"]).label == "Concept"
+    assert loaded.find_node("x' OR 1=1 //") is None  # values are parameters, never query text
+    with pytest.raises(ValueError, match="unknown node label"):
+        loaded.node("Message) DETACH DELETE (n", mid)
+
+
+def test_neighbours_by_type_direction_and_weight(loaded, small):
+    garden = small.topics["garden"]
+    related = loaded.neighbours("Topic", garden, ["RELATED_TO"], "out", order_by="weight")
+    assert [n.edge["weight"] for n in related] == [100.0, 60.0, 35.0]
+    assert [n.node.id for n in related] == [small.concepts[k] for k in ("beds", "lettuce", "shade")]
+    assert (
+        loaded.neighbours("Topic", garden, ["RELATED_TO"], "out", order_by="weight", limit=2)[1].edge[
+            "weight"
+        ]
+        == 60.0
+    )
+    incoming = loaded.neighbours("Concept", small.concepts["kyoto"], ["EVIDENCE_FOR"], "in")
+    assert len(incoming) == 2 and all(n.direction == "in" and n.node.label == "Message" for n in incoming)
+    for n in incoming:
+        assert n.node.props["text"][n.edge["span_start"] : n.edge["span_end"]] == n.edge["text"]
+    both = loaded.neighbours("Concept", small.concepts["shade"], direction="both")
+    kinds = {(n.edge_type, n.direction, n.node.label) for n in both}
+    assert ("CAUSES", "out", "Concept") in kinds and ("MENTIONS", "in", "Segment") in kinds
+    assert ("RELATED_TO", "in", "Topic") in kinds and ("ACTED_ON", "in", "GardenerAction") in kinds
+    only_topics = loaded.neighbours(
+        "Concept", small.concepts["shade"], direction="both", neighbour_labels=["Topic"]
+    )
+    assert [n.node.id for n in only_topics] == [garden]
+    with pytest.raises(ValueError, match="unknown edge type"):
+        loaded.neighbours("Topic", garden, ["RELATED_TO]->() DETACH DELETE (x"])
+    with pytest.raises(KeyError):
+        loaded.neighbours("Topic", garden, ["RELATED_TO"], order_by="text")
+
+
+def test_walk_is_bounded_breadth_first(loaded, small):
+    beds = small.concepts["beds"]
+    one = loaded.walk("Concept", beds, 1)
+    two = loaded.walk("Concept", beds, 2)
+    assert {d for _, d in one} == {1} and {d for _, d in two} == {1, 2}
+    assert {(n.label, n.id) for n, _ in one} < {(n.label, n.id) for n, _ in two}
+    assert all((n.label, n.id) != ("Concept", beds) for n, _ in two)
+    assert [d for _, d in two] == sorted(d for _, d in two)
+    assert len(loaded.walk("Concept", beds, 2, limit=3)) == 3
+    assert ("Domain", small.domain_id) in {(n.label, n.id) for n, _ in loaded.walk("Concept", beds, 3)}
+    chain = loaded.walk("Message", small.conversations["garden"][0], 6, ["NEXT"], "out")
+    assert [n.id for n, _ in chain] == small.conversations["garden"][1:] and [d for _, d in chain] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
+    with pytest.raises(ValueError, match="hops"):
+        loaded.walk("Concept", beds, 99)
+
+
+def test_chronological_walk_from_a_message(loaded, small):
+    garden = small.conversations["garden"]
+    around = loaded.chronology(garden[2], before=2, after=2)
+    assert [n.id for n in around] == garden[0:5]
+    assert [n.id for n in loaded.chronology(garden[0], before=3, after=1)] == garden[0:2]
+    trip = small.conversations["trip"]
+    assert [n.id for n in loaded.chronology(trip[-1], before=1, after=5)] == trip[
+        -2:
+    ]  # never crosses conversations
+    assert loaded.chronology("no-such-message") == []
+
+
+def test_hierarchy_walk_down_and_up(loaded, small):
+    domain_children = loaded.children("Domain", small.domain_id)
+    assert {(n.node.label, n.node.id) for n in domain_children} == {
+        ("AnchorEntity", small.anchor_id),
+        ("Topic", small.topics["travel"]),  # a topic without an anchor hangs from its domain
+    }
+    assert [n.node.id for n in loaded.children("AnchorEntity", small.anchor_id)] == [small.topics["garden"]]
+    concepts = loaded.children("Topic", small.topics["garden"])
+    assert [n.node.id for n in concepts][0] == small.concepts["beds"]
+    segs = loaded.children("Concept", small.concepts["kyoto"])
+    assert segs and all(n.node.label == "Segment" for n in segs)
+    msgs = loaded.children("Segment", segs[0].node.id)
+    assert [n.node.id for n in msgs] == small.segments[segs[0].node.id]
+    assert loaded.children("Message", msgs[0].node.id) == []
+    path = loaded.lineage("Message", small.conversations["garden"][2])
+    assert [n.label for n in path] == ["Message", "Segment", "Concept", "Topic", "AnchorEntity", "Domain"]
+    assert [n.label for n in loaded.lineage("Topic", small.topics["travel"])] == ["Topic", "Domain"]
+
+
+def test_fact_state_time_travel(loaded, small):
+    beds = small.concepts["beds"]
+    assert [s.node.props["value"] for s in loaded.fact_states(beds)] == ["lettuce and basil"]
+    assert [s.node.props["value"] for s in loaded.fact_states(beds, valid_at=T0 + timedelta(minutes=1))] == [
+        "tomatoes"
+    ]
+    # valid_until is exclusive: at the switch the new state holds
+    assert [s.node.props["value"] for s in loaded.fact_states(beds, valid_at=T0 + timedelta(minutes=4))] == [
+        "lettuce and basil"
+    ]
+    assert loaded.fact_states(beds, valid_at=T0 - timedelta(days=1)) == []
+    # system time: before memory recorded anything it believed nothing
+    assert loaded.fact_states(beds, recorded_as_of=T0) == []
+    state = loaded.fact_states(beds, attribute="crop")[0]
+    assert state.edge["valid_until"] is None and state.edge["valid_from"] == T0 + timedelta(minutes=4)
+    assert loaded.fact_states(beds, attribute="colour") == []
+
+
+def test_every_label_and_type_is_counted_even_when_empty(graph):
+    counts = graph.counts()  # nothing loaded yet
+    assert set(counts.nodes) == set(NODE_TYPES) and set(counts.edges) == set(EDGE_TYPES)
+    assert counts.total_nodes == 0 and counts.total_edges == 0
+    assert graph.node("Message", "anything") is None and graph.walk("Message", "anything", 2) == []
+
+
+# ------------------------------------------------------------------------------------------ embedded only
+def _batches(n_nodes: int):
+    nodes = [
+        NodeBatch(
+            "Domain",
+            [{"id": f"d{i}", "label": f"domain {i}", "profile": "", "size": i} for i in range(n_nodes)],
+        )
+    ]
+    edges = [EdgeBatch("BELONGS_TO", "AnchorEntity", "Domain", [])]
+    return nodes, edges
+
+
+def test_embedded_swap_is_atomic_for_readers(tmp_path):
+    import ladybug
+
+    path = tmp_path / "graph" / "graph.lbdb"
+    writer = LadybugGraphStore(path)
+    writer.load(*_batches(3))
+    reader = LadybugGraphStore(path)
+    assert reader.counts().nodes["Domain"] == 3
+    raw = ladybug.Database(str(path), read_only=True)  # a reader that opened the old file and keeps it
+    raw_conn = ladybug.Connection(raw)
+    writer.load(*_batches(5))
+    assert raw_conn.execute("MATCH (d:Domain) RETURN count(d)").get_all() == [[3]]
+    assert reader.counts().nodes["Domain"] == 5  # notices the new file and reopens
+    raw_conn.close()
+    raw.close()
+
+    def broken_nodes():
+        yield NodeBatch("Domain", [{"id": "x", "label": "x", "profile": "", "size": 1}])
+        raise RuntimeError("export died half way")
+
+    with pytest.raises(RuntimeError, match="half way"):
+        writer.load(broken_nodes(), [])
+    assert reader.counts().nodes["Domain"] == 5  # the old graph is untouched
+    assert sorted(p.name for p in path.parent.iterdir()) == ["graph.lbdb"]  # no temp files left
+    reader.close()
+    writer.close()
+
+
+def test_embedded_load_keeps_text_exactly(tmp_path):
+    text = 'line one\nline "two", with comma\\N and a backslash \\\r\nend ü 😀'
+    store = LadybugGraphStore(tmp_path / "g.lbdb")
+    store.load(
+        [
+            NodeBatch(
+                "Conversation",
+                [
+                    {
+                        "id": "c",
+                        "title": "",
+                        "created_at": T0,
+                        "source_format": "jsonl",
+                        "source_ref": "c",
+                        "message_count": 1,
+                    }
+                ],
+            ),
+            NodeBatch(
+                "Message",
+                [
+                    {
+                        "id": "m",
+                        "conversation_id": "c",
+                        "role": "user",
+                        "author": "",
+                        "text": text,
+                        "created_at": T0,
+                        "position": 0,
+                        "source_ref": "m",
+                    },
+                    {
+                        "id": "m2",
+                        "conversation_id": "c",
+                        "role": "user",
+                        "author": "me",
+                        "text": "",
+                        "created_at": T0,
+                        "position": 1,
+                        "source_ref": "m2",
+                    },
+                ],
+            ),
+        ],
+        [
+            EdgeBatch(
+                "HAS_MESSAGE",
+                "Conversation",
+                "Message",
+                [{"src": "c", "dst": "m", "position": 0}, {"src": "c", "dst": "m", "position": 0}],
+            )
+        ],
+    )
+    assert store.node("Message", "m").props["text"] == text
+    assert (
+        store.node("Message", "m").props["author"] == "" and store.node("Message", "m2").props["text"] == ""
+    )
+    assert store.node("Conversation", "c").props["title"] == ""
+    assert store.counts().edges["HAS_MESSAGE"] == 1  # the repeated edge was kept once
+    store.close()
+
+
+def test_embedded_load_rejects_bad_rows(tmp_path):
+    store = LadybugGraphStore(tmp_path / "g.lbdb")
+    with pytest.raises(ValueError, match="not in the graph schema"):
+        store.load(
+            [NodeBatch("Domain", [{"id": "d", "label": "x", "profile": "", "size": 1, "secret": 1}])], []
+        )
+    with pytest.raises(ValueError, match="does not connect"):
+        store.load([], [EdgeBatch("NEXT", "Message", "Concept", [])])
+    with pytest.raises(ValueError, match="integer"):
+        store.load([NodeBatch("Domain", [{"id": "d", "label": "x", "profile": "", "size": "many"}])], [])
+    assert not (tmp_path / "g.lbdb").exists()
+
+
+# ------------------------------------------------------------------------------------------ neo4j, no server
+class _RecordingDriver:
+    """Stands in for the Bolt driver: records every statement and its parameters."""
+
+    def __init__(self):
+        self.statements: list[tuple[str, dict]] = []
+
+    def session(self, database):
+        return _RecordingSession(self)
+
+    def close(self):
+        pass
+
+
+class _Result(list):
+    def consume(self):
+        return None
+
+
+class _Record(dict):
+    def data(self):
+        return dict(self)
+
+
+class _RecordingSession:
+    def __init__(self, driver):
+        self.driver = driver
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def run(self, query, params=None):
+        self.driver.statements.append((query, dict(params or {})))
+        if "rows" in (params or {}):
+            return _Result([_Record(written=len(params["rows"]))])
+        return _Result([_Record(deleted=0, total=0)])
+
+    def execute_write(self, work):
+        return work(self)
+
+    execute_read = execute_write
+
+
+def test_neo4j_statements_are_parameterised(corpus):
+    from memory_core.graph.neo4j_store import Neo4jGraphStore
+
+    store = Neo4jGraphStore("bolt://localhost:7687", "neo4j", "secret-pw", corpus="kitchen-7")
+    driver = _RecordingDriver()
+    store._driver = driver
+    report, _ = load_corpus_graph(corpus.store, store)
+    assert report.nodes["Message"] == 10 and report.edges["EVIDENCE_FOR"] == 5
+    texts = (
+        list(corpus.texts.values())
+        + list(corpus.texts)
+        + list(corpus.concepts.values())
+        + ["kitchen-7", "secret-pw"]
+    )
+    merges = [(q, p) for q, p in driver.statements if "MERGE" in q]
+    assert merges and all(q.startswith("UNWIND $rows AS r") for q, _ in merges)
+    for query, params in driver.statements:
+        assert not any(t in query for t in texts), query  # every value travels as a parameter
+        assert params.get("corpus") in (None, "kitchen-7")
+    assert any("REQUIRE (n.corpus, n.id) IS UNIQUE" in q for q, _ in driver.statements)
+    assert sum("DETACH DELETE" in q for q, _ in driver.statements) == len(
+        NODE_TYPES
+    )  # stale-node prune per label

@@ -1,0 +1,120 @@
+"""The read side on the demo corpus built through every stage: cited evidence, time travel, roles, the
+reflective gate, and graceful fallback when parts of memory are missing."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+
+import pytest
+
+from memory_query import check_citations, query_memory
+from memory_query.answer import extractive_answer
+from memory_query.retrieval import reader_for
+
+RACE = "When is the Lisbon half marathon?"
+
+
+def _copy(built_demo, tmp_path):
+    """A private copy of the built demo (tests that remove parts of memory must not touch the shared one)."""
+    home, name = built_demo
+    from memory_core.store.db import MemoryHome, dispose_engines
+
+    dispose_engines()
+    shutil.copytree(home.root, tmp_path / "home")
+    return MemoryHome.resolve(tmp_path / "home"), name
+
+
+def test_query_returns_cited_evidence_and_the_four_blocks(built_demo):
+    home, name = built_demo
+    answer = query_memory(RACE, name, k=5, home=home)
+    assert answer.items, "the race is discussed in the demo corpus"
+    texts = " ".join(i.text for i in answer.items[:3])
+    assert "half marathon" in texts
+    for block in ("<direct_evidence>", "<associative_evidence>", "<source_provenance>"):
+        assert block in answer.context
+    assert "<reflective_hypotheses>" not in answer.context  # no access flag, no reflective block
+    for item in answer.items:
+        assert item.citation in answer.context
+        assert item.source_ref and item.conversation_ref
+        assert 0 <= item.span_start <= item.span_end
+    for concept in answer.concepts:
+        assert concept.evidence_message_ids
+    text = extractive_answer(answer)
+    assert check_citations(text, answer.citations).valid
+
+
+def test_knowledge_update_ranks_the_newer_statement(built_demo):
+    home, name = built_demo
+    answer = query_memory("When was the half marathon moved to April 21?", name, k=3, home=home)
+    assert "April 21" in answer.items[0].text
+
+
+def test_as_of_is_time_travel(built_demo):
+    home, name = built_demo
+    before_move = datetime(2024, 2, 1)
+    answer = query_memory(RACE, name, k=10, as_of=before_move, home=home)
+    assert answer.items and all(i.created_at <= before_move for i in answer.items)
+    assert not any("April 21" in i.text for i in answer.items)  # the move happened on 20 March
+    later = query_memory(RACE, name, k=10, home=home)
+    assert any("April 21" in i.text for i in later.items)
+
+
+def test_roles_restrict_the_documents(built_demo):
+    home, name = built_demo
+    answer = query_memory("PostgreSQL or SQLite for Kestrel", name, k=8, roles=("user",), home=home)
+    assert answer.items and all(i.role == "user" for i in answer.items)
+
+
+def test_reflective_data_only_with_access(built_demo):
+    home, name = built_demo
+    question = "How did I feel about the deploy breaking?"
+    closed = query_memory(question, name, k=5, home=home)
+    assert closed.reflective == [] and "<reflective_hypotheses>" not in closed.context
+    opened = query_memory(question, name, k=5, home=home, psychological_access=True)
+    assert "<reflective_hypotheses>" in opened.context
+    assert opened.reflective, "the demo user says they are frustrated with the deploy"
+    assert {r.state for r in opened.reflective} & {"Frustration", "Exhaustion", "Anxiety"}
+
+
+@pytest.mark.parametrize("remove", ["nothing", "graph", "indexes", "graph+indexes"])
+def test_answers_from_the_source_whatever_is_missing(built_demo, tmp_path, remove):
+    home, name = _copy(built_demo, tmp_path)
+    store = home.corpus(name)
+    if "graph" in remove:
+        shutil.rmtree(store.dir / "graph")
+    if "indexes" in remove:
+        shutil.rmtree(store.dir / "indexes")
+    answer = query_memory("Which database does Kestrel use for analytics?", name, k=5, home=home)
+    assert answer.paths_available["graph"] is ("graph" not in remove)
+    assert answer.paths_available["vector"] is ("indexes" not in remove)
+    assert answer.paths_available["lexical_index"] is ("indexes" not in remove)
+    assert any("DuckDB" in i.text for i in answer.items[:3])
+    assert check_citations(extractive_answer(answer), answer.citations).valid
+
+
+def test_reader_picks_up_a_rebuilt_index(built_demo, tmp_path):
+    home, name = _copy(built_demo, tmp_path)
+    reader = reader_for(name, home)
+    first = reader.lexicon()[0]
+    assert reader.lexicon()[0] is first  # cached while unchanged
+    lexical = home.corpus(name).dir / "indexes" / "lexical" / "messages.npz"
+    data = lexical.read_bytes()
+    lexical.unlink()
+    lexical.write_bytes(data)  # a rebuild: a new file at the same path
+    import os
+
+    os.utime(lexical, ns=(1, 1))
+    assert reader.lexicon()[0] is not first
+
+
+def test_citation_checker_rejects_uncited_and_unknown_sentences():
+    known = {"[Source:a1]", "[Concept:c1]"}
+    assert check_citations(
+        "The race moved to April 21 [Source:a1]. It was a bridge closure [Concept:c1].", known
+    ).valid
+    report = check_citations("The race moved to April 21 [Source:a1]. It was a bridge closure.", known)
+    assert not report.valid and report.uncited == ["It was a bridge closure."]
+    report = check_citations("The race moved [Source:zz9].", known)
+    assert not report.valid and report.unresolved == ["[Source:zz9]"]
+    assert not check_citations("", known).valid

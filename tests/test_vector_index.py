@@ -1,0 +1,199 @@
+"""FAISS indexes: exact and approximate search, the size threshold, atomic save/load, and the corpus's
+four index families built from their tables (with the hashing embedder)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from sqlalchemy import select, update
+
+from memory_core.embeddings import HashingEmbedder
+from memory_core.store.schema import canonical_concepts, messages, topics
+from memory_core.vector_index import (
+    FAMILIES,
+    FaissIndex,
+    IndexPolicy,
+    build_corpus_indexes,
+    build_family_index,
+    family_path,
+    open_family_index,
+    source_ids,
+)
+from tests.graph_corpus import build_small_corpus
+
+
+def _clustered(n: int, dim: int = 32, clusters: int = 8, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim))
+    x = centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _ids(n: int) -> list[str]:
+    return [f"id-{i}" for i in range(n)]
+
+
+def test_flat_search_is_exact():
+    vectors = _clustered(400)
+    index = FaissIndex(dim=32)
+    index.build(_ids(400), vectors)
+    assert index.kind == "flat" and index.size == 400
+    result = index.search(vectors[[7, 123]], 5)
+    assert [row[0] for row in result.ids] == ["id-7", "id-123"]
+    assert result.scores[0][0] == pytest.approx(1.0, abs=1e-5)
+    assert result.scores[0] == sorted(result.scores[0], reverse=True)
+    brute = vectors @ vectors[7]
+    assert result.ids[0] == [f"id-{i}" for i in np.argsort(-brute)[:5]]
+    assert index.search(vectors[3], 1000).ids[0][0] == "id-3"  # k larger than the index
+    assert len(index.search(vectors[3], 1000).ids[0]) == 400
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_threshold_switches_to_an_approximate_index_with_high_recall(kind):
+    policy = IndexPolicy(approximate_threshold=1000, approximate_kind=kind)
+    below, at = FaissIndex(dim=32, policy=policy), FaissIndex(dim=32, policy=policy)
+    below.build(_ids(999), _clustered(999))
+    vectors = _clustered(1500, seed=1)
+    at.build(_ids(1500), vectors)
+    assert below.kind == "flat" and at.kind == kind
+    if kind == "ivf":
+        assert at.params["nlist"] == IndexPolicy.nlist_for(1500) == 38 and at.params["nprobe"] == 16
+    exact = FaissIndex(dim=32, policy=IndexPolicy(kind="flat"))
+    exact.build(_ids(1500), vectors)
+    queries = _clustered(50, seed=2)
+    truth, found = exact.search(queries, 10).ids, at.search(queries, 10).ids
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, found, strict=True)])
+    assert recall >= 0.9
+    # stored vectors come back for reuse in a rebuild
+    assert np.allclose(at.vectors([0, 1499]), vectors[[0, 1499]], atol=1e-6)
+
+
+def test_tiny_sets_never_get_an_untrainable_ivf():
+    index = FaissIndex(dim=32, policy=IndexPolicy(kind="ivf"))
+    index.build(_ids(20), _clustered(20))
+    assert index.kind == "flat"
+
+
+def test_save_load_roundtrip_and_atomic_swap(tmp_path):
+    path = tmp_path / "indexes" / "segments"
+    path.parent.mkdir()
+    v1 = FaissIndex(dim=32, meta={"family": "segments", "model": "m"})
+    v1.build(_ids(50), _clustered(50), keys=[f"k{i}" for i in range(50)])
+    v1.save(path)
+    assert path.is_symlink()
+    loaded = FaissIndex.load(path)
+    assert loaded.ids == v1.ids and loaded.kind == "flat" and loaded.meta["model"] == "m"
+    assert loaded.meta["keys"][49] == "k49"
+    query = _clustered(3, seed=5)
+    assert loaded.search(query, 4) == v1.search(query, 4)
+
+    before_swap = os.path.realpath(path)  # a reader that resolved the link just before a rebuild
+    v2 = FaissIndex(dim=32, policy=IndexPolicy(kind="hnsw"))
+    v2.build(_ids(80), _clustered(80, seed=9))
+    v2.save(path)
+    assert len(FaissIndex.load(before_swap).ids) == 50  # still reads the whole old build
+    assert FaissIndex.load(path).size == 80 and FaissIndex.load(path).kind == "hnsw"
+    v3 = FaissIndex(dim=32)
+    v3.build(_ids(10), _clustered(10))
+    v3.save(path)
+    builds = sorted(p.name for p in (tmp_path / "indexes" / ".builds").iterdir())
+    assert len(builds) == 2 and not os.path.exists(before_swap)  # current + previous kept, older removed
+    assert [p.name for p in (tmp_path / "indexes").iterdir() if p.name.startswith(".segments")] == []
+
+    (tmp_path / "indexes" / "plain").mkdir()
+    with pytest.raises(FileExistsError):
+        v3.save(tmp_path / "indexes" / "plain")
+    with pytest.raises(FileNotFoundError):
+        FaissIndex.load(tmp_path / "indexes" / "missing")
+
+
+def test_empty_index_and_bad_input(tmp_path):
+    empty = FaissIndex(dim=8)
+    empty.build([], np.zeros((0, 8), dtype=np.float32))
+    assert empty.search(np.ones(8, dtype=np.float32), 3).ids == [[]]
+    empty.save(tmp_path / "empty")
+    assert FaissIndex.load(tmp_path / "empty").size == 0
+    index = FaissIndex(dim=8)
+    with pytest.raises(ValueError, match="unique"):
+        index.build(["a", "a"], np.ones((2, 8)))
+    with pytest.raises(ValueError, match="matrix"):
+        index.build(["a"], np.ones((1, 9)))
+    with pytest.raises(ValueError, match="NaN"):
+        index.build(["a"], np.full((1, 8), np.nan))
+    with pytest.raises(ValueError, match="2 ids for 1"):
+        index.build(["a", "b"], np.ones((1, 8)))
+
+
+# ------------------------------------------------------------------------------------------ families
+def test_corpus_families_match_their_sources_and_find_their_items(home, tmp_path):
+    corpus = build_small_corpus(home, tmp_path)
+    store = corpus.store
+    embedder = HashingEmbedder(256)
+    reports = {r.family: r for r in build_corpus_indexes(store, embedder)}
+    assert set(reports) == set(FAMILIES)
+    assert {f: reports[f].size for f in FAMILIES} == {
+        "topics": 2,
+        "concepts": 4,
+        "segments": 5,
+        "messages": 10,
+    }
+    assert reports["topics"].source == "label_profile"  # the fixture's 4-d centroids are not in this space
+    for family in FAMILIES:
+        index = open_family_index(store, family)
+        assert sorted(index.ids) == sorted(source_ids(store, family))
+        assert index.meta["model"] == "hashing-256" and index.kind == "flat"
+    mid = corpus.conversations["trip"][2]
+    hit = open_family_index(store, "messages").search(embedder.embed([corpus.texts[mid]]), 3)
+    assert hit.ids[0][0] == mid and hit.scores[0][0] == pytest.approx(1.0, abs=1e-5)
+    hit = open_family_index(store, "concepts").search(
+        embedder.embed(["Kyoto trip in April: cherry blossoms"]), 1
+    )
+    assert hit.ids[0] == [corpus.concepts["kyoto"]]
+
+    # a rebuild embeds only what changed
+    again = {r.family: r for r in build_corpus_indexes(store, embedder)}
+    assert all(again[f].embedded == 0 and again[f].reused == again[f].size for f in FAMILIES)
+    with store.staging.begin() as conn:
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == corpus.concepts["shade"])
+            .values(description="Only two hours of direct sun a day")
+        )
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == corpus.concepts["beds"])
+            .values(state="merged")
+        )
+    concepts = build_family_index(store, "concepts", embedder)
+    assert (concepts.size, concepts.embedded, concepts.reused) == (3, 1, 2)
+    assert corpus.concepts["beds"] not in open_family_index(store, "concepts").ids
+    # another model never reuses vectors
+    other = build_family_index(store, "messages", HashingEmbedder(128))
+    assert other.embedded == 10 and other.reused == 0 and open_family_index(store, "messages").dim == 128
+
+
+def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):
+    corpus = build_small_corpus(home, tmp_path)
+    embedder = HashingEmbedder(64)
+    with corpus.store.source.connect() as conn:
+        texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
+    garden = embedder.embed([texts[m] for m in corpus.conversations["garden"]]).mean(axis=0)
+    trip = embedder.embed([texts[m] for m in corpus.conversations["trip"]]).mean(axis=0)
+    with corpus.store.staging.begin() as conn:
+        for key, centroid in (("garden", garden), ("travel", trip)):
+            conn.execute(
+                update(topics)
+                .where(topics.c.topic_id == corpus.topics[key])
+                .values(centroid=[float(x) for x in centroid])
+            )
+    report = build_family_index(corpus.store, "topics", embedder)
+    assert report.source == "centroid" and report.embedded == 0
+    hit = open_family_index(corpus.store, "topics").search(
+        embedder.embed(["the balcony gets little sun for tomatoes"]), 2
+    )
+    assert hit.ids[0][0] == corpus.topics["garden"]
+    assert family_path(corpus.store, "topics").is_symlink()
+    with pytest.raises(ValueError, match="unknown index family"):
+        family_path(corpus.store, "users")
