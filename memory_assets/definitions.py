@@ -15,14 +15,16 @@ from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
 from memory_assets.read_side import assets as read_side_assets
 from memory_assets.read_side import checks as read_side_checks
+from memory_assets.topics import assets as topics_assets
+from memory_assets.topics import checks as topics_checks
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 from memory_resources.vector_index import VectorIndexResource
 
-ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets, read_side_assets]
-CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks, read_side_checks]
+ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets, topics_assets, read_side_assets]
+CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks, topics_checks, read_side_checks]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.teacher import LLMTeacher, Teacher
-from memory_core.llm.base import LLMConfigurationError
+from memory_core.llm.base import LLMClient, LLMConfigurationError
 from memory_core.llm.cache import CachedLLMClient, ResponseCache
 from memory_core.llm.openai_client import OpenAICompatibleClient
 from memory_core.llm.prices import PriceTable
@@ -72,9 +72,10 @@ class LLMResource(ConfigurableResource):
             raise LLMConfigurationError("teacher=openai but no API key: set api_key or OPENAI_API_KEY")
         return "offline"
 
-    def build_teacher(self, home: MemoryHome) -> Teacher:
+    def build_client(self, home: MemoryHome) -> LLMClient | None:
+        """The structured-output client (behind the response cache), or None when this run is offline."""
         if self.teacher_kind() == "offline":
-            return OfflineTeacher()
+            return None
         client = OpenAICompatibleClient(
             api_key=self._key() or "",
             model=self.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
@@ -86,5 +87,8 @@ class LLMResource(ConfigurableResource):
             backoff_base_s=self.backoff_base_s,
             prices=PriceTable.from_config(self.prices),
         )
-        llm = CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client
-        return LLMTeacher(llm)
+        return CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client
+
+    def build_teacher(self, home: MemoryHome) -> Teacher:
+        client = self.build_client(home)
+        return OfflineTeacher() if client is None else LLMTeacher(client)

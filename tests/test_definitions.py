@@ -18,8 +18,14 @@ def test_definitions_load_and_validate():
         "canonical_concepts",
         "graph",
         "indexes",
+        "topics",
+        "weighted_links",
+        "domains",
     } <= keys
     graph = defs.resolve_asset_graph()
+    assert {graph.get(dg.AssetKey(k)).group_name for k in ("topics", "weighted_links", "domains")} == {
+        "topics"
+    }
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         if not node.is_materializable:  # a dependency declared by key whose stage is not merged yet
@@ -48,8 +54,11 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.extraction.quality, memory_core.extraction.reflective, memory_core.gold, "
         "memory_core.graph, memory_core.graph.ladybug_store, memory_core.graph.neo4j_store, memory_core.vector_index, "
         "memory_core.lexical, memory_query, memory_query.mcp_server, memory_query.answer, "
-        "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory; "
+        "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory, "
+        "memory_core.topics.stage, memory_core.topics.links, memory_core.topics.domains, "
+        "memory_core.topics.tuner, memory_core.topics.topic_map; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "
-        "assert not {'torch', 'sentence_transformers', 'openai'} & set(sys.modules), 'heavy SDK imported eagerly'"
+        "assert not {'torch', 'sentence_transformers', 'openai', 'umap', 'hdbscan', 'optuna', 'matplotlib'} "
+        "& set(sys.modules), 'heavy SDK imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

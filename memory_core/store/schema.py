@@ -295,6 +295,9 @@ topics = Table(
     Column("first_seen", DateTime, nullable=True),
     Column("last_seen", DateTime, nullable=True),
     Column("recorded_at", DateTime, nullable=False),
+    Column("label_source", String(160), nullable=True),  # c-tf-idf | llm:<model>/<prompt id>
+    Column("representative_segment_ids", JSON, nullable=True),  # members nearest the centroid, nearest first
+    Column("conversation_count", Integer, nullable=True),
 )
 
 topic_segments = Table(  # Segment BELONGS_TO Topic
@@ -303,6 +306,10 @@ topic_segments = Table(  # Segment BELONGS_TO Topic
     Column("segment_id", ID, primary_key=True),
     Column("topic_id", ID, nullable=True),  # NULL = noise: still retrievable, just not in a topic
     Column("probability", Float, nullable=False),
+    Column("outlier_score", Float, nullable=True),  # HDBSCAN GLOSH score (0 core … 1 outlier)
+    # cosine to the own topic's centroid, or for noise to the nearest centroid (nearest_topic_id)
+    Column("centroid_similarity", Float, nullable=True),
+    Column("nearest_topic_id", ID, nullable=True),  # noise only: the closest topic, for soft entry/DURING
 )
 Index("ix_topic_segments_topic", topic_segments.c.topic_id)
 
@@ -323,20 +330,44 @@ domains = Table(
     Column("domain_id", ID, primary_key=True),
     Column("label", Text, nullable=False),
     Column("profile", Text, nullable=False),
-    Column("size", Integer, nullable=False),
+    Column("size", Integer, nullable=False),  # topics
     Column("recorded_at", DateTime, nullable=False),
+    Column("keywords", JSON, nullable=True),
+    Column("label_source", String(160), nullable=True),
+    Column("segment_count", Integer, nullable=True),
 )
 
-anchor_entities = Table(
+anchor_entities = Table(  # Topic BELONGS_TO AnchorEntity BELONGS_TO Domain
     "anchor_entities",
     staging_metadata,
     Column("anchor_id", ID, primary_key=True),
     Column("domain_id", ID, nullable=False),
+    # NULL = the domain's general anchor (its topics associated with none of its concepts)
     Column("concept_id", ID, nullable=True),
     Column("label", Text, nullable=False),
     Column("score", Float, nullable=False),
     Column("recorded_at", DateTime, nullable=False),
+    Column("topic_count", Integer, nullable=True),  # topics that BELONG_TO it
+    Column("linked_topic_count", Integer, nullable=True),  # topics of the domain linked to its concept
 )
+
+# One row per build of a topic-layer stage: what it was built from (hashes), the chosen parameters, the
+# trial history and the figures. A rerun over the same input and configuration reuses it instead of tuning
+# again, which keeps reruns identical even when a time budget cut the first search short.
+topic_builds = Table(
+    "topic_builds",
+    staging_metadata,
+    Column("build_id", Integer, primary_key=True, autoincrement=True),
+    Column("stage", String(32), nullable=False),  # topics | weighted_links | domains
+    Column("input_sha256", String(64), nullable=False),
+    Column("config_sha256", String(64), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("figures", JSON, nullable=False),
+    Column("trials", JSON, nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("recorded_at", DateTime, nullable=False),
+)
+Index("ix_topic_builds_stage", topic_builds.c.stage, topic_builds.c.build_id)
 
 lifecycle_proposals = Table(
     "lifecycle_proposals",
