@@ -30,7 +30,9 @@ def parse_variant(text: str) -> tuple[str, RetrievalSettings]:
     return name, with_weights(RetrievalSettings(), **weights)
 
 
-def run(benchmark: str, data: Path, home: MemoryHome, variants: list[tuple[str, RetrievalSettings]], k: int = 50) -> dict:
+def run(
+    benchmark: str, data: Path, home: MemoryHome, variants: list[tuple[str, RetrievalSettings]], k: int = 50
+) -> dict:
     results: dict[str, list[dict]] = {name: [] for name, _ in variants}
     for haystack in load_benchmark(benchmark, data):
         store = home.corpus(f"eval-{benchmark}__{haystack.haystack_id}")
@@ -43,8 +45,14 @@ def run(benchmark: str, data: Path, home: MemoryHome, variants: list[tuple[str, 
             for name, settings in variants:
                 answer = rank(reader, question.question, k, as_of=question.as_of, settings=settings)
                 ranked = benchmark_ids(store, evidence_message_ids(answer), benchmark, k)
-                results[name].append(score_question(haystack, question, ranked.ranked_turns, ranked.ranked_sessions)["turn"])
-    return {name: {m: round(statistics.mean(r[m] for r in rows), 4) for m in rows[0]} for name, rows in results.items() if rows}
+                results[name].append(
+                    score_question(haystack, question, ranked.ranked_turns, ranked.ranked_sessions)["turn"]
+                )
+    return {
+        name: {m: round(statistics.mean(r[m] for r in rows), 4) for m in rows[0]}
+        for name, rows in results.items()
+        if rows
+    }
 
 
 def main() -> None:

@@ -313,3 +313,35 @@ def test_offline_teacher_gold_scores_do_not_regress():
     assert dev["typed"]["f1"] >= 0.9 and dev["spans"]["precision"] >= 0.9
     assert holdout["typed"]["f1"] >= 0.85 and holdout["spans"]["precision"] >= 0.9
     assert dev["teacher_failures"] == [] and dev["reactions"]["state_accuracy"] >= 0.8
+
+
+def test_a_state_repeated_in_two_pieces_of_one_long_message_gives_two_reactions(home, tmp_path):
+    """Regression (LongMemEval haystack 59524333): a message split over two segments, each piece naming the
+    same feeling, used to produce one reaction id twice and abort the extraction."""
+    from sqlalchemy import select
+
+    from memory_core.extraction.offline_teacher import OfflineTeacher
+    from memory_core.extraction.stage import extract_corpus
+    from memory_core.ingest.loader import ingest_file
+    from memory_core.segments import build_segments
+    from memory_core.store.schema import user_reactions
+    from tests.conftest import write_jsonl
+
+    piece = "I am so frustrated with the landlord today. " + "The heating broke again and nobody came. " * 30
+    rows = [
+        {
+            "id": "m1",
+            "conversation_id": "c",
+            "role": "user",
+            "author": "dana",
+            "text": piece + "\n\n" + piece,
+            "created_at": 1,
+        }
+    ]
+    store = home.corpus("long")
+    ingest_file(store, write_jsonl(tmp_path / "m.jsonl", rows), "jsonl")
+    build_segments(store, token_cap=400)
+    extract_corpus(store, OfflineTeacher())
+    with store.reflective.connect() as conn:
+        found = conn.execute(select(user_reactions.c.state, user_reactions.c.span_start)).all()
+    assert len([r for r in found if r.state == "Frustration"]) == 2

@@ -310,7 +310,11 @@ def _map_reactions(
                 )
             )
             continue
-        reaction_id = stable_uuid("reaction", message.message_id, extractor, r.state, r.state_raw.casefold())
+        # the cue's offset is part of the id: a long message split over several segments can show the same
+        # state once per piece, and each piece is its own piece of evidence
+        reaction_id = stable_uuid(
+            "reaction", message.message_id, extractor, r.state, r.state_raw.casefold(), start
+        )
         if reaction_id in seen:
             continue
         seen.add(reaction_id)
