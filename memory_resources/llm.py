@@ -1,4 +1,4 @@
-"""The LLM resource: which teacher extraction uses.
+"""The LLM resource: which teacher extraction uses, and the strict client other stages may use.
 
 `teacher="auto"` (default): the OpenAI-compatible client when an API key exists — the configured `api_key`
 (use `dg.EnvVar`) or, resolved when a run starts, the `OPENAI_API_KEY` environment variable, with
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.teacher import LLMTeacher, Teacher
-from memory_core.llm.base import LLMConfigurationError
+from memory_core.llm.base import LLMClient, LLMConfigurationError
 from memory_core.llm.cache import CachedLLMClient, ResponseCache
 from memory_core.llm.openai_client import OpenAICompatibleClient
 from memory_core.llm.prices import PriceTable
@@ -73,8 +73,14 @@ class LLMResource(ConfigurableResource):
         return "offline"
 
     def build_teacher(self, home: MemoryHome) -> Teacher:
+        client = self.build_client(home)
+        return OfflineTeacher() if client is None else LLMTeacher(client)
+
+    def build_client(self, home: MemoryHome) -> LLMClient | None:
+        """The strict, cached LLM client when an LLM is configured (see `teacher_kind`), else None: the
+        stages that use an LLM optionally (gardener triage review, Phase 1 chooser) then stay offline."""
         if self.teacher_kind() == "offline":
-            return OfflineTeacher()
+            return None
         client = OpenAICompatibleClient(
             api_key=self._key() or "",
             model=self.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
@@ -86,5 +92,4 @@ class LLMResource(ConfigurableResource):
             backoff_base_s=self.backoff_base_s,
             prices=PriceTable.from_config(self.prices),
         )
-        llm = CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client
-        return LLMTeacher(llm)
+        return CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client

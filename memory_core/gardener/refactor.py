@@ -184,6 +184,20 @@ def run_refactor(
     return report
 
 
+def apply_action(
+    store: CorpusStore,
+    planned: PlannedAction,
+    actor: str = "manual",
+    run_id: str | None = None,
+    dry_run: bool = False,
+) -> ActionOutcome:
+    """One action outside a proposal run (an operator's own refine, merge, ...), validated and audited the
+    same way. The caller holds the corpus write lock."""
+    run_id = run_id or uuid.uuid4().hex
+    ws = Workspace(store)
+    return _execute(store, ws, ActionBuilder(ws, store.name), planned, actor, run_id, 1, dry_run)
+
+
 def _execute(
     store: CorpusStore,
     ws: Workspace,
