@@ -300,3 +300,26 @@ def test_ambiguous_decisions_read_the_source_segments(corpus):
     with store.staging.connect() as conn:
         noted = conn.execute(select(gardener_actions.c.rationale)).scalars().all()
     assert any("read the source" in r for r in noted)
+
+
+def test_applied_actions_become_gardener_action_nodes_on_the_next_graph_load(corpus):
+    from memory_core.graph import load_corpus_graph, open_graph
+
+    store, ids = corpus
+    run_triage(store, EMBEDDER, SMALL)
+    apply_proposals(store, EMBEDDER, RuleBasedChooser(EMBEDDER), dry_run=False, run_id="graphed")
+    graph = open_graph(store)
+    try:
+        _, export = load_corpus_graph(store, graph)
+        counts = graph.counts()
+        assert counts.nodes["GardenerAction"] == 4 and not export.dangling.get("ACTED_ON")
+        acted = {(src, dst) for _, src, _, dst, _ in graph.iter_edges("ACTED_ON")}
+        merge = next(a for a in list_actions(store, run_id="graphed") if a["action"] == "merge_concepts")
+        assert {
+            (merge["gardener_action_id"], ids["app"]),
+            (merge["gardener_action_id"], ids["app_duplicate"]),
+        } <= acted
+        node = graph.node("GardenerAction", merge["gardener_action_id"])
+        assert node.props["status"] == "applied" and node.props["action"] == "merge_concepts"
+    finally:
+        graph.close()

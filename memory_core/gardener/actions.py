@@ -23,6 +23,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from memory_core.gardener.errors import RefusedActionError
+from memory_core.gardener.inventory import MENTION_COLUMNS
 from memory_core.gardener.state import Workspace, concept_from_json, concept_to_json
 from memory_core.ids import stable_uuid
 from memory_core.memory_loop.candidates import normalise_name
@@ -411,23 +412,10 @@ def message_texts(store, message_ids: list[str]) -> dict[str, str]:
 
 def mention_info(store, mention_ids: list[str]) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    m = mentions.c
     with store.staging.connect() as conn:
         for i in range(0, len(mention_ids), 500):
             for r in conn.execute(
-                select(
-                    m.mention_id,
-                    m.message_id,
-                    m.segment_id,
-                    m.conversation_id,
-                    m.surface,
-                    m.title,
-                    m.type,
-                    m.description,
-                    m.aliases,
-                    m.confidence,
-                    m.message_created_at,
-                ).where(m.mention_id.in_(mention_ids[i : i + 500]))
+                select(*MENTION_COLUMNS).where(mentions.c.mention_id.in_(mention_ids[i : i + 500]))
             ).mappings():
                 out[r["mention_id"]] = {**dict(r), "aliases": list(r["aliases"] or [])}
     return out

@@ -35,6 +35,23 @@ from memory_core.store.schema import (
 GENERIC_AUTHORS = {"", "user", "assistant", "system", "tool"}
 _CHUNK = 500
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+# what the gardener reads of a mention (the evidence item)
+MENTION_COLUMNS = [
+    mentions.c[name]
+    for name in (
+        "mention_id",
+        "message_id",
+        "segment_id",
+        "conversation_id",
+        "surface",
+        "title",
+        "type",
+        "description",
+        "aliases",
+        "confidence",
+        "message_created_at",
+    )
+]
 # topic links below this weight (0-100) are not counted as a concept's topic (DESIGN §4.6 keeps > 20)
 TOPIC_LINK_MIN_WEIGHT = 20.0
 
@@ -163,23 +180,11 @@ def load_inventory(
                 aliases=list(r["aliases"] or []),
                 relations=list(r["relations"] or []),
             )
-        m = mentions.c
         by_concept: dict[str, list[EvidenceItem]] = defaultdict(list)
         for r in conn.execute(
-            select(
-                m.consolidated_id,
-                m.mention_id,
-                m.message_id,
-                m.segment_id,
-                m.conversation_id,
-                m.surface,
-                m.title,
-                m.type,
-                m.description,
-                m.aliases,
-                m.confidence,
-                m.message_created_at,
-            ).where(m.consolidated_id.is_not(None))
+            select(mentions.c.consolidated_id, *MENTION_COLUMNS).where(
+                mentions.c.consolidated_id.is_not(None)
+            )
         ):
             if r.consolidated_id not in concepts:
                 continue

@@ -1,10 +1,9 @@
-"""Phase 0 offline scoring: the four LifecycleProposals categories from a read-only `Inventory`.
+"""Phase 0 offline scoring of a read-only `Inventory`: proposals, and the merge, hub and noise categories.
 
 - merge: pairs of type-compatible live concepts sharing a name or close in embedding space, scored
   `w_emb · cos(evidence centroids) + w_lex · name overlap + w_ctx · shared context` (same segment > same
   conversation > the same people speaking); accepted pairs are grouped around the best-supported concept.
-- split: a concept's evidence vectors are cut in two by average-linkage clustering (cosine, lowered between
-  items said by disjoint groups of people); scored by how much closer items are inside a cluster than across.
+- split: see `splits.py` (two evidence clusters inside one concept).
 - macro_concept: a well-supported concept spread over many topics (or conversations when no topics were
   built) that other concepts' titles name: a hub ("HeartScan", "LGBTQ").
 - noise: a title that is a conversational formula or an artefact (see `noise.py`), weighted up when the
@@ -15,7 +14,6 @@ Every proposal carries a score in [0, 1], the source message ids it rests on and
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -102,7 +100,7 @@ def manifest(proposals: list[ScoredProposal]) -> LifecycleProposals:
     )
 
 
-def _clamp(x: float) -> float:
+def clamp(x: float) -> float:
     return round(min(1.0, max(0.0, float(x))), 4)
 
 
@@ -122,7 +120,7 @@ def _cite(items: list[EvidenceItem], limit: int) -> list[str]:
     return out
 
 
-def _q(title: str) -> str:
+def quoted(title: str) -> str:
     return f"'{title}'"
 
 
@@ -153,7 +151,7 @@ def noise_candidates(
     for cid, signals in signals_by_concept.items():
         r = inv.concepts[cid]
         weak_single = r.support_count <= 1 and r.state == "weak"
-        score = _clamp(sum(s.weight for s in signals) + (cfg.weak_single_weight if weak_single else 0.0))
+        score = clamp(sum(s.weight for s in signals) + (cfg.weak_single_weight if weak_single else 0.0))
         if score < cfg.noise_min_score:
             continue
         reasons = [s.detail for s in signals]
@@ -164,7 +162,7 @@ def noise_candidates(
                 "noise",
                 [cid],
                 score,
-                f"{_q(r.title)} ({r.type}, {r.support_count} evidence) looks like conversational noise: "
+                f"{quoted(r.title)} ({r.type}, {r.support_count} evidence) looks like conversational noise: "
                 + "; ".join(reasons)
                 + ".",
                 _cite(r.evidence, cfg.max_cited),
@@ -255,7 +253,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         emb = _cos(inv.centroid(a_id), inv.centroid(b_id))
         lex, lex_note = _lexical(a, b)
         ctx, ctx_note = _context(inv, a, b)
-        score = _clamp(w_emb * max(emb, 0.0) + w_lex * lex + w_ctx * ctx)
+        score = clamp(w_emb * max(emb, 0.0) + w_lex * lex + w_ctx * ctx)
         if score < cfg.merge_min_score or (lex < 0.5 and emb < cfg.merge_min_cosine):
             continue
         accepted[(a_id, b_id)] = {
@@ -297,7 +295,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         for cid in ids:
             cited += [m for m in _cite(inv.concepts[cid].evidence, 2) if m not in cited]
         parts = [
-            f"{_q(inv.concepts[o].title)} ({inv.concepts[o].type}, {inv.concepts[o].support_count} evidence): "
+            f"{quoted(inv.concepts[o].title)} ({inv.concepts[o].type}, {inv.concepts[o].support_count} evidence): "
             f"{p['notes']}"
             for o, p in linked
         ]
@@ -306,7 +304,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
                 "merge",
                 ids,
                 min(p["score"] for _, p in linked),
-                f"likely duplicates of {_q(head.title)} ({head.type}, {head.support_count} evidence): "
+                f"likely duplicates of {quoted(head.title)} ({head.type}, {head.support_count} evidence): "
                 + "; ".join(parts)
                 + ".",
                 cited[: max(cfg.max_cited, len(ids))],
@@ -316,118 +314,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
     return out
 
 
-# ----------------------------------------------------------------------------------------------- split
-def bipartition(similarity: np.ndarray) -> np.ndarray:
-    """Labels 0/1 of an average-linkage cut of a similarity matrix into two clusters."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    distance = np.clip(1.0 - similarity, 0.0, 2.0)
-    np.fill_diagonal(distance, 0.0)
-    tree = linkage(squareform(distance, checks=False), method="average")
-    return fcluster(tree, t=2, criterion="maxclust") - 1
-
-
-def _medoid(vectors: np.ndarray) -> int:
-    return int(np.argmax((vectors @ vectors.T).sum(axis=1)))
-
-
-def _people_disjoint(people: list[frozenset[str]]) -> np.ndarray:
-    """Pairs of items said by two non-empty, disjoint groups of people."""
-    groups = sorted(set(people), key=sorted)
-    index = [groups.index(p) for p in people]
-    table = np.array([[bool(a and b and not a & b) for b in groups] for a in groups], dtype=bool)
-    return table[np.ix_(index, index)]
-
-
-def split_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> list[ScoredProposal]:
-    """Concepts whose (distinct) evidence texts fall in two groups. An entity's evidence is expected to be
-    varied (different facts about one thing), so an entity is only split when the two groups are also said
-    by different people (a homonym: two pets called Max); other types split on separation alone."""
-    out = []
-    for cid, r in inv.concepts.items():
-        # only concepts whose whole evidence was read: Phase 1 must be able to hand out every item
-        if cid in excluded or r.evidence_total != len(r.evidence):
-            continue
-        keys = list(dict.fromkeys(e.key for e in r.evidence))  # repeated texts would inflate the groups
-        n = len(keys)
-        if n < cfg.split_min_evidence:
-            continue
-        vectors = inv.evidence_vectors[cid][
-            [next(i for i, e in enumerate(r.evidence) if e.key == k) for k in keys]
-        ]
-        raw = vectors @ vectors.T
-        people = [
-            frozenset().union(
-                *[inv.participants.get(e.conversation_id, frozenset()) for e in r.evidence if e.key == k]
-            )
-            for k in keys
-        ]
-        labels = bipartition(raw - cfg.split_people_penalty * _people_disjoint(people))
-        sizes = np.bincount(labels, minlength=2)
-        if sizes.min() < cfg.split_min_cluster:
-            continue
-        same = labels[:, None] == labels[None, :]
-        off_diagonal = ~np.eye(n, dtype=bool)
-        within = float(raw[same & off_diagonal].mean())
-        across = float(raw[~same].mean())
-        purity = float(raw[off_diagonal].mean())
-        group_people = [frozenset().union(*[people[i] for i in range(n) if labels[i] == k]) for k in (0, 1)]
-        disjoint = bool(group_people[0] and group_people[1] and not group_people[0] & group_people[1])
-        separation = min(1.0, max(0.0, within - across) / cfg.split_full_separation)
-        if r.type == "entity":
-            score = _clamp(0.5 + 0.5 * separation) if disjoint else 0.0
-        else:
-            score = _clamp(0.7 * separation + (0.3 if disjoint else 0.0))
-        if score < cfg.split_min_score:
-            continue
-        clusters = []
-        for k in (0, 1):
-            idx = [i for i in range(n) if labels[i] == k]
-            group_keys = {keys[i] for i in idx}
-            items = [e for e in r.evidence if e.key in group_keys]
-            label = keys[idx[_medoid(vectors[idx])]]
-            clusters.append(
-                {
-                    "mention_ids": [e.mention_id for e in items],
-                    "message_ids": list(dict.fromkeys(e.message_id for e in items)),
-                    "people": sorted(group_people[k]),
-                    "label": label.split(": ", 1)[-1],
-                }
-            )
-        clusters.sort(key=lambda c: (-len(c["mention_ids"]), c["mention_ids"][0]))
-        cited = []
-        for c in clusters:
-            cited += c["message_ids"][: max(1, cfg.max_cited // 2)]
-        who = (
-            f"; said by different people ({', '.join(clusters[0]['people'])} vs {', '.join(clusters[1]['people'])})"
-            if disjoint
-            else ""
-        )
-        out.append(
-            ScoredProposal(
-                "split",
-                [cid],
-                score,
-                f"{_q(r.title)} ({r.type}) holds two groups of evidence: {len(clusters[0]['mention_ids'])} like "
-                f"“{clusters[0]['label'][:90]}” and {len(clusters[1]['mention_ids'])} like "
-                f"“{clusters[1]['label'][:90]}”; cosine {within:.2f} inside the groups vs {across:.2f} across "
-                f"(purity {purity:.2f}){who}.",
-                cited,
-                {
-                    "clusters": clusters,
-                    "within": round(within, 4),
-                    "across": round(across, 4),
-                    "purity": round(purity, 4),
-                    "disjoint_people": disjoint,
-                },
-            )
-        )
-    return out
-
-
 # ----------------------------------------------------------------------------------------------- macro
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def _naming_index(inv: Inventory) -> tuple[dict[str, set[str]], dict[str, str]]:
@@ -468,7 +355,7 @@ def macro_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         if spread < cfg.macro_min_spread:
             continue
         members = members_naming(inv, r, postings, texts)
-        score = _clamp(
+        score = clamp(
             0.5 * min(1.0, spread / cfg.macro_spread_ref)
             + 0.3 * min(1.0, r.support_count / cfg.macro_support_ref)
             + 0.2 * min(1.0, len(members) / cfg.macro_members_ref)
@@ -476,13 +363,13 @@ def macro_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         if score < cfg.macro_min_score:
             continue
         kind = "topics" if by_topic else "conversations"
-        named_by = ", ".join(_q(inv.concepts[m].title) for m in members[:5])
+        named_by = ", ".join(quoted(inv.concepts[m].title) for m in members[:5])
         out.append(
             ScoredProposal(
                 "macro_concept",
                 [cid],
                 score,
-                f"{_q(r.title)} ({r.type}) is a hub: {r.support_count} evidence across {spread} {kind}"
+                f"{quoted(r.title)} ({r.type}) is a hub: {r.support_count} evidence across {spread} {kind}"
                 + (f", named by {len(members)} other concepts ({named_by})" if members else "")
                 + ".",
                 _cite(r.evidence, cfg.max_cited),
@@ -495,18 +382,3 @@ def macro_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
             )
         )
     return out
-
-
-def score_all(inv: Inventory, cfg: TriageConfig) -> list[ScoredProposal]:
-    """Every category. A concept proposed as noise is proposed for nothing else; a concept to be split, to
-    be merged into another, or whose title carries any noise signal is not proposed as a hub."""
-    signals = noise_signals(inv, cfg)
-    noise = noise_candidates(inv, cfg, signals)
-    excluded = {p.concept_ids[0] for p in noise}
-    merges = merge_candidates(inv, cfg, excluded)
-    splits = split_candidates(inv, cfg, excluded)
-    busy = set(signals) | {c for p in merges for c in p.concept_ids[1:]} | {p.concept_ids[0] for p in splits}
-    proposals = [*merges, *splits, *macro_candidates(inv, cfg, busy), *noise]
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    proposals.sort(key=lambda p: (order[p.category], -p.score, p.concept_ids))
-    return proposals

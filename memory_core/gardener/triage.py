@@ -19,10 +19,20 @@ from datetime import datetime
 
 from memory_core.embeddings.base import Embedder
 from memory_core.gardener.errors import GardenerError
-from memory_core.gardener.inventory import load_inventory
+from memory_core.gardener.inventory import Inventory, load_inventory
 from memory_core.gardener.llm_triage import LLMTriageStats, review_with_llm
 from memory_core.gardener.proposals import write_proposals
-from memory_core.gardener.scoring import CATEGORIES, ScoredProposal, TriageConfig, manifest, score_all
+from memory_core.gardener.scoring import (
+    CATEGORIES,
+    ScoredProposal,
+    TriageConfig,
+    macro_candidates,
+    manifest,
+    merge_candidates,
+    noise_candidates,
+    noise_signals,
+)
+from memory_core.gardener.splits import split_candidates
 from memory_core.gardener.state import content_hash
 from memory_core.llm.base import LLMClient
 from memory_core.store.db import CorpusStore, utcnow
@@ -54,6 +64,21 @@ class TriageReport:
             scores = [p.score for p in self.proposals if p.category == k]
             out[k] = round(sum(scores) / len(scores), 4) if scores else 0.0
         return out
+
+
+def score_all(inv: Inventory, cfg: TriageConfig) -> list[ScoredProposal]:
+    """Every category. A concept proposed as noise is proposed for nothing else; a concept to be split, to
+    be merged into another, or whose title carries any noise signal is not proposed as a hub."""
+    signals = noise_signals(inv, cfg)
+    noise = noise_candidates(inv, cfg, signals)
+    excluded = {p.concept_ids[0] for p in noise}
+    merges = merge_candidates(inv, cfg, excluded)
+    splits = split_candidates(inv, cfg, excluded)
+    busy = set(signals) | {c for p in merges for c in p.concept_ids[1:]} | {p.concept_ids[0] for p in splits}
+    proposals = [*merges, *splits, *macro_candidates(inv, cfg, busy), *noise]
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    proposals.sort(key=lambda p: (order[p.category], -p.score, p.concept_ids))
+    return proposals
 
 
 def run_triage(
