@@ -323,3 +323,21 @@ def test_applied_actions_become_gardener_action_nodes_on_the_next_graph_load(cor
         assert node.props["status"] == "applied" and node.props["action"] == "merge_concepts"
     finally:
         graph.close()
+
+
+def test_an_applied_proposal_is_not_applied_twice_but_a_rolled_back_one_can_be_redone(corpus):
+    store, ids = corpus
+    run_triage(store, EMBEDDER, SMALL)
+    with store.staging.connect() as conn:
+        merge_id = conn.execute(
+            select(lifecycle_proposals.c.proposal_id).where(lifecycle_proposals.c.category == "merge")
+        ).scalar_one()
+    chooser = RuleBasedChooser(EMBEDDER)
+    first = run_refactor(store, chooser, dry_run=False, proposal_ids=[merge_id], run_id="once")
+    assert first.actions_by_type == {"merge_concepts": 1}
+    with pytest.raises(GardenerError, match="already applied"):
+        run_refactor(store, chooser, dry_run=False, proposal_ids=[merge_id])
+    rollback_run(store, "once")
+    again = run_refactor(store, chooser, dry_run=False, proposal_ids=[merge_id], run_id="twice")
+    assert again.actions_by_type == {"merge_concepts": 1}
+    assert _concept(store, ids["app_duplicate"])["merged_into"] == ids["app"]

@@ -103,8 +103,9 @@ def write_proposals(
 def load_proposals(
     store: CorpusStore, proposal_ids: list[str] | None = None, categories: list[str] | None = None
 ) -> list[dict]:
-    """Pending proposals (or exactly the given ids, whatever their status), in Phase 1 order: merges,
-    then splits, noise and hubs last (a hub is refined after its duplicates were merged), best first."""
+    """Pending proposals, or exactly the given ids (a rejected, stale or rolled-back one may be retried, an
+    applied one may not), in Phase 1 order: merges, then splits, noise and hubs last (a hub is refined
+    after its duplicates were merged), best first."""
     lp = lifecycle_proposals.c
     query = select(lifecycle_proposals)
     if proposal_ids:
@@ -119,6 +120,11 @@ def load_proposals(
         missing = sorted(set(proposal_ids) - {r["proposal_id"] for r in rows})
         if missing:
             raise GardenerError(f"unknown proposal id(s) in corpus {store.name!r}: {', '.join(missing)}")
+        applied = sorted(r["proposal_id"] for r in rows if r["status"] == "applied")
+        if applied:
+            raise GardenerError(
+                f"proposal(s) {', '.join(applied)} already applied; roll their actions back to redo them"
+            )
     order = {"merge": 0, "split": 1, "noise": 2, "macro_concept": 3}
     rows.sort(key=lambda r: (order.get(r["category"], 9), -r["score"], r["proposal_id"]))
     return rows

@@ -96,7 +96,9 @@ class RefactorReport:
 
     @property
     def traceability(self) -> float:
-        """Share of merge/split actions citing source ids (refused ones never reach the store)."""
+        """Share of the merge/split actions the chooser planned that were cited and executed: a chooser that
+        forgets citations shows here, while its refused actions never reach the store (the stored
+        traceability is what the `merge_split_traceability` asset check measures)."""
         ms = [o for o in self.outcomes if o.action.action in ("merge_concepts", "split_concept")]
         ok = [o for o in ms if o.status in ("applied", "planned") and o.action.cited_message_ids]
         return round(len(ok) / len(ms), 4) if ms else 1.0
