@@ -341,3 +341,43 @@ def test_an_applied_proposal_is_not_applied_twice_but_a_rolled_back_one_can_be_r
     again = run_refactor(store, chooser, dry_run=False, proposal_ids=[merge_id], run_id="twice")
     assert again.actions_by_type == {"merge_concepts": 1}
     assert _concept(store, ids["app_duplicate"])["merged_into"] == ids["app"]
+
+
+def test_hubs_are_measured_by_topics_when_the_topic_stages_have_run(corpus):
+    from datetime import datetime
+
+    from memory_core.store.schema import topic_concept_links, topics
+
+    store, ids = corpus
+    without = {p.category: p for p in run_triage(store, EMBEDDER, SMALL).proposals}
+    assert without["macro_concept"].payload["spread_kind"] == "conversations"
+    now = datetime(2024, 5, 2)
+    with store.staging.begin() as conn:
+        conn.execute(
+            topics.insert(),
+            [
+                {
+                    "topic_id": f"t{i}",
+                    "label": label,
+                    "profile": "",
+                    "keywords": [],
+                    "centroid": [],
+                    "size": 1,
+                    "recorded_at": now,
+                }
+                for i, label in enumerate(["gardening", "pets", "software"])
+            ],
+        )
+        conn.execute(
+            topic_concept_links.insert(),
+            [
+                {"topic_id": f"t{i}", "concept_id": ids["garden"], "weight": 80.0, "cosine": 0.5}
+                for i in range(3)
+            ]
+            + [
+                {"topic_id": "t2", "concept_id": ids["app"], "weight": 10.0, "cosine": 0.1}
+            ],  # too weak to count
+        )
+    hub = next(p for p in run_triage(store, EMBEDDER, SMALL).proposals if p.category == "macro_concept")
+    assert hub.payload["spread_kind"] == "topics" and hub.payload["spread"] == 3
+    assert hub.payload["topics"] == ["gardening", "pets", "software"] and "3 topics" in hub.rationale

@@ -5,8 +5,8 @@ chooser plans actions, the `ActionBuilder` validates each one and computes its b
 the workspace takes the after-state so later proposals see earlier changes. A real run writes every action
 in its own transaction as soon as it is planned: the concept rows, evidence and mention links, one
 `action_log` row per touched concept (actor "gardener") and the `gardener_actions` audit row; the proposal
-becomes applied / rejected / stale. A dry run does all the planning and writes nothing to the store: the
-would-be actions go to the report only.
+becomes applied / rejected / stale. A dry run does all the planning and writes no memory state: the
+would-be actions go to the report only (LLM calls an LLM chooser makes are still accounted in `llm_calls`).
 """
 
 from __future__ import annotations
