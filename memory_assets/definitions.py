@@ -9,6 +9,10 @@ from memory_assets.consolidation import assets as consolidation_assets
 from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.extraction import assets as extraction_assets
 from memory_assets.extraction import checks as extraction_checks
+from memory_assets.gardener import assets as gardener_assets
+from memory_assets.gardener import checks as gardener_checks
+from memory_assets.gardener.jobs import gardener_apply_job, gardener_triage_job
+from memory_assets.gardener.schedules import gardener_nightly
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import inbox_sensor
@@ -23,8 +27,22 @@ from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 from memory_resources.vector_index import VectorIndexResource
 
-ASSET_MODULES = [ingestion_assets, extraction_assets, consolidation_assets, topics_assets, read_side_assets]
-CHECK_MODULES = [ingestion_checks, extraction_checks, consolidation_checks, topics_checks, read_side_checks]
+ASSET_MODULES = [
+    ingestion_assets,
+    extraction_assets,
+    consolidation_assets,
+    topics_assets,
+    read_side_assets,
+    gardener_assets,
+]
+CHECK_MODULES = [
+    ingestion_checks,
+    extraction_checks,
+    consolidation_checks,
+    topics_checks,
+    read_side_checks,
+    gardener_checks,
+]
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
@@ -47,7 +65,8 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules(ASSET_MODULES),
     asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
-    jobs=[build_corpus_job],
+    jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
+    schedules=[gardener_nightly],
     sensors=[inbox_sensor],
     resources=default_resources(),
 ).map_asset_specs(func=_policy)

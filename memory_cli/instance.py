@@ -38,12 +38,14 @@ def get_instance(home: MemoryHome) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def cli_run_config(home: MemoryHome) -> dict:
-    """Run config of an in-process build from the CLI: the storage resource pointed at `home`."""
+def cli_run_config(home: MemoryHome, ops: dict | None = None) -> dict:
+    """Run config of an in-process build from the CLI: the storage resource pointed at `home`, and per-asset
+    config (`ops`) when given."""
     return {
         "resources": {"storage": {"config": {"home": str(home.root), "database_url": home.url_template}}},
         # the progress display replaces Dagster's console log; run logs stay complete in the instance
         "loggers": {"console": {"config": {"log_level": "ERROR"}}},
+        **({"ops": ops} if ops else {}),
     }
 
 

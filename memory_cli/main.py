@@ -147,6 +147,13 @@ def materialize(ctx, name, selection, quiet) -> None:
 
 
 def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False) -> bool:
+    return _run_assets(home, name, selection, quiet).success
+
+
+def _run_assets(
+    home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False, ops: dict | None = None
+):
+    """Materialise `selection` of corpus `name` in this process; `ops` is per-asset run config."""
     import time
 
     from memory_assets.definitions import defs
@@ -158,7 +165,7 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
     instance = get_instance(home)
     if not instance.has_dynamic_partition(corpus_partitions.name, name):
         instance.add_dynamic_partitions(corpus_partitions.name, [name])
-    run_config = cli_run_config(home)
+    run_config = cli_run_config(home, ops)
     started = time.perf_counter()
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
     result = materialize_corpus(defs, instance, name, selection, run_config=run_config, progress=not quiet)
@@ -169,7 +176,7 @@ def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet
         click.echo(
             f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True
         )
-    return result.success
+    return result
 
 
 @cli.command()
@@ -194,6 +201,154 @@ def stats(ctx, name, as_json) -> None:
         click.echo(f"  {store_name}: " + ", ".join(f"{t}={n}" for t, n in tables.items() if n))
     for r in result["dead_letter_reasons"]:
         click.echo(f"  dead letters {r['reason_code']}: {r['count']} (e.g. {r['example']})")
+
+
+# ------------------------------------------------------------------------------------------------ gardener
+@cli.group()
+def gardener() -> None:
+    """The gardener: Phase 0 triage, Phase 1 refactoring (dry run first), audit and rollback."""
+
+
+@gardener.command("triage")
+@click.argument("name")
+@click.option("--quiet", is_flag=True, help="no progress lines")
+@click.pass_context
+def gardener_triage(ctx, name, quiet) -> None:
+    """Run Phase 0 triage of corpus NAME now (the nightly schedule does the same)."""
+    from memory_core.gardener.triage import MANIFEST_FILE
+
+    home = _home(ctx)
+    if not _materialize(home, name, ["gardener_triage"], quiet):
+        sys.exit(1)
+    body = json.loads(home.corpus(name).path(*MANIFEST_FILE).read_text(encoding="utf-8"))
+    click.echo(f"{name}: {body['concepts']} live concepts → proposals {body['counts']}")
+    click.echo(f"manifest: {home.corpus(name).path(*MANIFEST_FILE)}")
+
+
+@gardener.command("apply")
+@click.argument("name")
+@click.option("--dry-run", is_flag=True, help="plan and report only; the store is left untouched")
+@click.option("--proposal", "proposal_ids", multiple=True, help="only this proposal id (repeatable)")
+@click.option(
+    "--category",
+    "categories",
+    multiple=True,
+    type=click.Choice(["merge", "split", "macro_concept", "noise"]),
+    help="only this category (repeatable)",
+)
+@click.option("--chooser", type=click.Choice(["rules", "llm"]), default="rules", show_default=True)
+@click.option("--max-actions", default=200, show_default=True, help="stop after this many actions")
+@click.option("--quiet", is_flag=True, help="no progress lines")
+@click.pass_context
+def gardener_apply(ctx, name, dry_run, proposal_ids, categories, chooser, max_actions, quiet) -> None:
+    """Phase 1 on corpus NAME's pending proposals (the `gardener_apply` job, run in this process)."""
+    from memory_core.corpora import registered_source
+    from memory_core.gardener.report import REPORT_DIR
+
+    home = _home(ctx)
+    registered_source(home, name)
+    config = {
+        "dry_run": dry_run,
+        "proposal_ids": list(proposal_ids),
+        "categories": list(categories),
+        "chooser": chooser,
+        "max_actions": max_actions,
+    }
+    result = _run_assets(home, name, ["gardener_actions"], quiet, {"gardener_actions": {"config": config}})
+    if not result.success:
+        sys.exit(1)
+    path = home.corpus(name).path(*REPORT_DIR, f"{result.run_id}.json")
+    body = json.loads(path.read_text(encoding="utf-8"))
+    before, after = body["quality_before"], body["quality_after"]
+    click.echo(
+        f"{name}: {'DRY RUN, nothing written' if dry_run else 'applied'} — decisions {body['decisions']}, "
+        f"actions {body['actions_by_type']}, execution errors {body['execution_errors']}"
+    )
+    if after:
+        for key in ("concepts", "purity", "anchored_rate"):
+            click.echo(f"  {key}: {before[key]} → {after[key]}")
+    click.echo(f"report: {path.with_suffix('.md')}")
+    if not dry_run:
+        click.echo(f"undo with: memory-os gardener rollback {name} --run {result.run_id}")
+
+
+@gardener.command("rollback")
+@click.argument("name")
+@click.argument("action_ids", nargs=-1)
+@click.option("--run", "run_id", help="roll back every applied action of this Phase 1 run (newest first)")
+@click.pass_context
+def gardener_rollback(ctx, name, action_ids, run_id) -> None:
+    """Restore the state before gardener action(s) ACTION_IDS (or a whole run) of corpus NAME exactly."""
+    from memory_core.corpora import registered_source
+    from memory_core.gardener import content_hash, rollback_action, rollback_run
+
+    if bool(action_ids) == bool(run_id):
+        raise click.UsageError("give ACTION_ID(s) or --run RUN_ID")
+    home = _home(ctx)
+    registered_source(home, name)
+    store = home.corpus(name)
+    with store.write_lock(timeout_s=30):
+        before = content_hash(store)
+        done = rollback_run(store, run_id) if run_id else [rollback_action(store, a) for a in action_ids]
+        after = content_hash(store)
+    for d in done:
+        click.echo(f"rolled back {d['gardener_action_id']} ({d['action']}, {len(d['concepts'])} concepts)")
+    click.echo(f"concept state hash {before[:16]} → {after[:16]}")
+
+
+@gardener.command("proposals")
+@click.argument("name")
+@click.option("--status", default="pending_review", show_default=True, help="'' for every status")
+@click.option("--category", type=click.Choice(["merge", "split", "macro_concept", "noise"]))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def gardener_proposals(ctx, name, status, category, as_json) -> None:
+    """Lifecycle proposals of corpus NAME."""
+    from sqlalchemy import select
+
+    from memory_core.corpora import registered_source
+    from memory_core.store.schema import lifecycle_proposals
+
+    home = _home(ctx)
+    registered_source(home, name)
+    lp = lifecycle_proposals.c
+    query = select(lifecycle_proposals).order_by(lp.category, lp.score.desc())
+    if status:
+        query = query.where(lp.status == status)
+    if category:
+        query = query.where(lp.category == category)
+    with home.corpus(name).staging.connect() as conn:
+        rows = [dict(r) for r in conn.execute(query).mappings()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    for r in rows:
+        click.echo(
+            f"{r['proposal_id']}  {r['category']:<13} {r['score']:.2f} {r['status']:<14} {r['rationale'][:120]}"
+        )
+
+
+@gardener.command("actions")
+@click.argument("name")
+@click.option("--run", "run_id", help="only this Phase 1 run")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def gardener_actions_list(ctx, name, run_id, as_json) -> None:
+    """The audit trail: gardener actions of corpus NAME with status, rationale and cited messages."""
+    from memory_core.corpora import registered_source
+    from memory_core.gardener import list_actions
+
+    home = _home(ctx)
+    registered_source(home, name)
+    rows = list_actions(home.corpus(name), run_id=run_id)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    for r in rows:
+        click.echo(
+            f"{r['gardener_action_id']}  {r['action']:<16} {r['status']:<11} cites {len(r['cited_message_ids'])} "
+            f"{r['rationale'][:110]}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ reactions

@@ -184,7 +184,7 @@ class CorpusReader:
                         canonical_concepts.c.state,
                         canonical_concepts.c.first_seen,
                         canonical_concepts.c.last_seen,
-                    ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
+                    ).where(canonical_concepts.c.state.not_in(("merged", "split", "archived")))
                 ).mappings()
             ]
             ids = [r["concept_id"] for r in rows]

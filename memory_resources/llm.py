@@ -1,4 +1,4 @@
-"""The LLM resource: which teacher extraction uses.
+"""The LLM resource: which teacher extraction uses, and the strict client other stages may use.
 
 `teacher="auto"` (default): the OpenAI-compatible client when an API key exists — the configured `api_key`
 (use `dg.EnvVar`) or, resolved when a run starts, the `OPENAI_API_KEY` environment variable, with
@@ -72,8 +72,13 @@ class LLMResource(ConfigurableResource):
             raise LLMConfigurationError("teacher=openai but no API key: set api_key or OPENAI_API_KEY")
         return "offline"
 
+    def build_teacher(self, home: MemoryHome) -> Teacher:
+        client = self.build_client(home)
+        return OfflineTeacher() if client is None else LLMTeacher(client)
+
     def build_client(self, home: MemoryHome) -> LLMClient | None:
-        """The structured-output client (behind the response cache), or None when this run is offline."""
+        """The strict, cached LLM client when an LLM is configured (see `teacher_kind`), else None: the
+        stages that use an LLM optionally (gardener triage review, Phase 1 chooser) then stay offline."""
         if self.teacher_kind() == "offline":
             return None
         client = OpenAICompatibleClient(
@@ -88,7 +93,3 @@ class LLMResource(ConfigurableResource):
             prices=PriceTable.from_config(self.prices),
         )
         return CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client
-
-    def build_teacher(self, home: MemoryHome) -> Teacher:
-        client = self.build_client(home)
-        return OfflineTeacher() if client is None else LLMTeacher(client)

@@ -37,6 +37,11 @@ def test_definitions_load_and_validate():
     assert extraction.op.pool == "llm" and graph.get(dg.AssetKey("user_reactions")).group_name == "extraction"
     assert set(defs.resources) >= {"storage", "llm"}
     assert defs.resolve_sensor_def("inbox_sensor") is not None
+    assert graph.get(dg.AssetKey("gardener_triage")).group_name == "gardener"
+    assert graph.get(dg.AssetKey("gardener_actions")).group_name == "gardener"
+    assert defs.resolve_job_def("gardener_triage_job") is not None
+    assert defs.resolve_job_def("gardener_apply") is not None
+    assert defs.resolve_schedule_def("gardener_nightly").job_name == "gardener_triage_job"
 
 
 def test_domain_packages_do_not_import_dagster():
@@ -56,7 +61,8 @@ def test_domain_packages_do_not_import_dagster():
         "memory_core.lexical, memory_query, memory_query.mcp_server, memory_query.answer, "
         "evals.harness, evals.methods, evals.contract, evals.ci_smoke, evals.qa.run, evals.retrievers.memory, "
         "memory_core.topics.stage, memory_core.topics.links, memory_core.topics.domains, "
-        "memory_core.topics.tuner, memory_core.topics.topic_map; "
+        "memory_core.topics.tuner, memory_core.topics.topic_map, memory_core.gardener, "
+        "memory_core.gardener.llm_chooser, memory_core.gardener.llm_triage; "
         "assert 'dagster' not in sys.modules, 'dagster imported by domain logic'; "
         "assert not {'torch', 'sentence_transformers', 'openai', 'umap', 'hdbscan', 'optuna', 'matplotlib'} "
         "& set(sys.modules), 'heavy SDK imported eagerly'"

@@ -85,21 +85,20 @@ def mentions_accounted(context: dg.AssetCheckExecutionContext, storage: MemorySt
 @dg.asset_check(
     asset=concepts_asset,
     partitions_def=corpus_partitions,
-    description="replaying the action_log over an empty store reproduces canonical_concepts exactly",
+    description="replaying the action_log over an empty store reproduces canonical_concepts and "
+    "concept_evidence exactly (memory-loop and gardener actions alike)",
 )
 def action_log_replays(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
     store = corpus_store(context, storage)
     with store.staging.connect() as conn:
-        replayed, _ = action_log.replay_concepts(action_log.read(conn))
-        stored = {
-            r["concept_id"]: dict(r) for r in conn.execute(select(schema.canonical_concepts)).mappings()
-        }
-    differing = sorted(cid for cid in set(stored) | set(replayed) if stored.get(cid) != replayed.get(cid))
+        diff = action_log.replay_differences(conn)
     return check(
-        not differing,
+        not diff["differing"] and diff["evidence_equal"],
         dg.AssetCheckSeverity.ERROR,
-        concepts=len(stored),
-        replayed=len(replayed),
-        differing=len(differing),
-        examples=dg.MetadataValue.json(differing[:10]),
+        concepts=diff["concepts"],
+        replayed=diff["replayed"],
+        differing=len(diff["differing"]),
+        evidence_rows=diff["evidence_rows"],
+        evidence_equal=diff["evidence_equal"],
+        examples=dg.MetadataValue.json(diff["differing"][:10]),
     )

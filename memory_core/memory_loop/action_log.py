@@ -7,6 +7,12 @@ inserts and reads, and on SQLite a trigger refuses UPDATE and DELETE (see the sc
 
 Replay: applying the patches of create / attach / refine / relate in `action_id` order to an empty store
 rebuilds `canonical_concepts` and `concept_evidence` exactly (`replay_concepts`, `rebuild_from_log`).
+
+The gardener (actor "gardener") logs one row per concept an action touches, with the concept's whole row as
+the patch: merge / split / archive / refine / relate, and rollback. A patch holding `evidence_rows` replaces
+the concept's evidence (a merge moves evidence away from the merged concept; a split hands it to new
+concepts); a row with no prior state creates the concept (a split's new concepts); a rollback row with no
+new state removes a concept the rolled-back action had created. So replay still reproduces both tables.
 """
 
 from __future__ import annotations
@@ -17,10 +23,16 @@ from datetime import datetime
 
 from sqlalchemy import Connection, insert, select
 
-from memory_core.memory_loop.concepts import EVIDENCE_APPEND, apply_patch, from_json_state, to_json_state
+from memory_core.memory_loop.concepts import (
+    EVIDENCE_APPEND,
+    EVIDENCE_ROWS,
+    apply_patch,
+    from_json_state,
+    to_json_state,
+)
 from memory_core.store.schema import action_log, canonical_concepts, concept_evidence
 
-CONCEPT_ACTIONS = ("create", "attach", "refine", "relate")
+CONCEPT_ACTIONS = ("create", "attach", "refine", "relate", "merge", "split", "archive", "rollback")
 
 
 @dataclass
@@ -97,24 +109,56 @@ def evidence_row(concept_id: str, mention_id: str, span: dict) -> dict:
 def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
     """Concept rows (with evidence_spans) and evidence rows rebuilt from log rows, in order."""
     concepts: dict[str, dict] = {}
-    evidence: list[dict] = []
+    evidence: dict[str, list[dict]] = {}
     for row in rows:
         if row["action"] not in CONCEPT_ACTIONS:
             continue
-        patch = from_json_state(row["new_state"]) or {}
         cid = row["concept_id"]
-        if row["action"] == "create":
-            if cid in concepts:
-                raise ValueError(f"action {row['action_id']}: concept {cid} created twice")
+        patch = from_json_state(row["new_state"])
+        if patch is None:
+            if row["action"] != "rollback" or cid not in concepts:
+                raise ValueError(f"action {row['action_id']}: {row['action']} without a new state for {cid}")
+            concepts.pop(cid)  # a rollback removing a concept the rolled-back action had created
+            evidence.pop(cid, None)
+            continue
+        if row["action"] == "create" and cid in concepts:
+            raise ValueError(f"action {row['action_id']}: concept {cid} created twice")
+        if cid not in concepts:
+            if row["prior_state"] is not None:
+                raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
             concepts[cid] = {"evidence_spans": []}
-        elif cid not in concepts:
-            raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
+            evidence[cid] = []
+        rows_set = patch.get(EVIDENCE_ROWS)
         spans = apply_patch(concepts[cid], patch)
-        concepts[cid]["evidence_spans"].extend(spans)
-        evidence += [evidence_row(cid, row["mention_id"], s) for s in spans]
+        concepts[cid]["evidence_spans"] = [*concepts[cid]["evidence_spans"], *spans]
+        if rows_set is not None:
+            evidence[cid] = [{"concept_id": cid, **r} for r in rows_set]
+        else:
+            evidence[cid] += [evidence_row(cid, row["mention_id"], s) for s in spans]
     for head in concepts.values():
         head.pop(EVIDENCE_APPEND, None)
-    return concepts, evidence
+    return concepts, [r for cid in concepts for r in evidence.get(cid, [])]
+
+
+def replay_differences(conn: Connection) -> dict:
+    """Replay the whole log and compare with the stored tables: the ids of concepts whose row differs and
+    whether the evidence rows (as a multiset) agree."""
+    replayed, replayed_evidence = replay_concepts(read(conn))
+    stored = {r["concept_id"]: dict(r) for r in conn.execute(select(canonical_concepts)).mappings()}
+    differing = sorted(cid for cid in set(stored) | set(replayed) if stored.get(cid) != replayed.get(cid))
+    stored_evidence = [dict(r) for r in conn.execute(select(concept_evidence)).mappings()]
+
+    def _key(r: dict) -> tuple:
+        return tuple(str(r[c.name]) for c in concept_evidence.c)
+
+    evidence_equal = sorted(map(_key, stored_evidence)) == sorted(map(_key, replayed_evidence))
+    return {
+        "concepts": len(stored),
+        "replayed": len(replayed),
+        "differing": differing,
+        "evidence_rows": len(stored_evidence),
+        "evidence_equal": evidence_equal,
+    }
 
 
 def rebuild_from_log(source: Connection, target: Connection) -> tuple[int, int]:

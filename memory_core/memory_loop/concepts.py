@@ -18,6 +18,9 @@ from memory_core.ontology.concepts import NAME_TYPES
 
 DATETIME_FIELDS = ("first_seen", "last_seen", "recorded_at")
 EVIDENCE_APPEND = "evidence_append"
+# A gardener patch that moves evidence between concepts states the concept's whole `concept_evidence` rows
+# (set semantics, without concept_id) next to its whole `evidence_spans`: replay replaces instead of appending.
+EVIDENCE_ROWS = "evidence_rows"
 
 
 def noisy_or(confidence: float, evidence_confidence: float, weight: float) -> float:
@@ -60,7 +63,7 @@ def from_json_state(state: dict | None) -> dict | None:
 def apply_patch(head: dict, patch: dict) -> list[dict]:
     """Apply a patch to a concept head in place; returns the evidence spans it appends."""
     for key, value in patch.items():
-        if key != EVIDENCE_APPEND:
+        if key not in (EVIDENCE_APPEND, EVIDENCE_ROWS):
             head[key] = value
     return list(patch.get(EVIDENCE_APPEND, ()))
 

@@ -378,12 +378,18 @@ lifecycle_proposals = Table(
     Column("score", Float, nullable=False),
     Column("rationale", Text, nullable=False),
     Column("cited_message_ids", JSON, nullable=False),
-    Column("status", String(24), nullable=False),  # pending_review | accepted | rejected | applied
+    # pending_review | applied | rejected | rolled_back | stale (no longer proposed, or its concepts changed)
+    Column("status", String(24), nullable=False),
     Column("proposer", String(48), nullable=False),
     Column("run_id", String(64), nullable=False),
     Column("created_at", DateTime, nullable=False),
     Column("reviewed_at", DateTime, nullable=True),
+    # category details a Phase 1 run needs (merge: pair scores; split: the evidence clusters' mention ids)
+    Column("payload", JSON, nullable=True),
+    Column("review_note", Text, nullable=True),  # why Phase 1 rejected it / marked it stale
+    Column("updated_at", DateTime, nullable=True),  # a later triage run changed its score or citations
 )
+Index("ix_lifecycle_proposals_status", lifecycle_proposals.c.status, lifecycle_proposals.c.category)
 
 gardener_actions = Table(
     "gardener_actions",
@@ -392,17 +398,23 @@ gardener_actions = Table(
     Column("proposal_id", ID, nullable=True),
     Column(
         "action", String(32), nullable=False
-    ),  # refine_concept|merge_concepts|split_concept|create_relation
+    ),  # refine_concept|merge_concepts|split_concept|create_relation|archive_concept
     Column("concept_ids", JSON, nullable=False),
     Column("before_state", JSON, nullable=False),
     Column("after_state", JSON, nullable=False),
     Column("rationale", Text, nullable=False),
     Column("cited_message_ids", JSON, nullable=False),
-    Column("dry_run", Boolean, nullable=False),
-    Column("status", String(16), nullable=False),  # applied | rolled_back | failed | planned
+    Column("dry_run", Boolean, nullable=False),  # False: a dry run writes no rows, only its report file
+    Column("status", String(16), nullable=False),  # applied | rolled_back | refused
     Column("run_id", String(64), nullable=False),
     Column("recorded_at", DateTime, nullable=False),
+    Column("chooser", String(100), nullable=True),  # rules | llm:<model>
+    Column("read_segment_ids", JSON, nullable=True),  # source segments read before deciding (ambiguity)
+    Column("scores", JSON, nullable=True),
+    Column("error", Text, nullable=True),  # why it was refused or failed
+    Column("rolled_back_at", DateTime, nullable=True),
 )
+Index("ix_gardener_actions_run", gardener_actions.c.run_id)
 
 repair_queue = Table(
     "repair_queue",

@@ -3,7 +3,7 @@
 | family   | ids                                   | vector                                                  |
 |----------|---------------------------------------|---------------------------------------------------------|
 | topics   | topics.topic_id                       | the topic centroid when it has the embedder's size, else the embedding of "label: profile" |
-| concepts | canonical_concepts not merged         | embedding of "{title}: {description}" (DESIGN §4.6 key)  |
+| concepts | canonical_concepts not merged/split   | embedding of "{title}: {description}" (DESIGN §4.6 key)  |
 | segments | current segments                      | embedding of the segment text                           |
 | messages | messages                              | embedding of the message text (the last-resort path)    |
 
@@ -98,8 +98,9 @@ def _source(store: CorpusStore, family: str) -> tuple[Engine, object]:
         ).order_by(s.segment_id)
     if family == "concepts":
         c = canonical_concepts.c
+        # merged / split concepts are pointers kept for history (their evidence moved to other concepts)
         return store.staging, select(c.concept_id.label("id"), c.title, c.description).where(
-            c.state != "merged"
+            c.state.not_in(("merged", "split"))
         ).order_by(c.concept_id)
     t = topics.c
     return store.staging, select(t.topic_id.label("id"), t.label, t.profile, t.centroid).order_by(t.topic_id)
