@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from evals.benchmarks import load_benchmark
@@ -23,11 +24,16 @@ from memory_query.retrieval import RetrievalSettings, rank, reader_for, with_wei
 
 def parse_variant(text: str) -> tuple[str, RetrievalSettings]:
     name, _, spec = text.partition(":")
-    weights = {}
+    weights, options = {}, {}
+    settings_fields = set(RetrievalSettings.__dataclass_fields__)
     for part in filter(None, spec.split(",")):
         key, _, value = part.partition("=")
-        weights[key.strip()] = float(value)
-    return name, with_weights(RetrievalSettings(), **weights)
+        key = key.strip()
+        if key in settings_fields:
+            options[key] = type(getattr(RetrievalSettings(), key))(float(value))
+        else:
+            weights[key] = float(value)
+    return name, replace(with_weights(RetrievalSettings(), **weights), **options)
 
 
 def run(
