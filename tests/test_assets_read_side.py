@@ -43,9 +43,30 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
     assert graph_meta["dangling_references"].value == {"SUPPORTS": 1}
     index_meta = result.asset_materializations_for_node("indexes")[0].metadata
     assert index_meta["messages_size"].value == 10 and index_meta["messages_kind"].value == "flat"
-    assert (
-        index_meta["embedding_model"].value == "hashing-64" and index_meta["embedded"].value == 2 + 4 + 5 + 10
-    )
+    # topics, concepts and segments are embedded; messages take their segments' vectors (no second pass)
+    assert index_meta["embedding_model"].value == "hashing-64" and index_meta["embedded"].value == 2 + 4 + 5
+    from memory_core.vector_index.families import open_family_index
+
+    store = home.corpus("garden")
+    seg_index, msg_index = open_family_index(store, "segments"), open_family_index(store, "messages")
+    assert msg_index.meta["source"] == "segments"
+    with store.staging.connect() as conn:
+        from sqlalchemy import select
+
+        from memory_core.store.schema import segments
+
+        spans = {
+            r.segment_id: r.message_spans
+            for r in conn.execute(select(segments.c.segment_id, segments.c.message_spans))
+        }
+    holders: dict[str, set[str]] = {}
+    for seg_id, pieces in spans.items():
+        for piece in pieces:
+            holders.setdefault(piece["message_id"], set()).add(seg_id)
+    mid, (sid,) = next((m, h) for m, h in holders.items() if len(h) == 1)  # a message held by one segment
+    seg_vec = seg_index.vectors([seg_index.ids.index(sid)])[0]
+    msg_vec = msg_index.vectors([msg_index.ids.index(mid)])[0]
+    assert float(seg_vec @ msg_vec) > 0.999  # it points where its segment points
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(evaluations) == {
         "graph_counts_match_tables",

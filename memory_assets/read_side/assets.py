@@ -1,6 +1,7 @@
 """Assets `graph` and `indexes`: the stores the read side (query_memory, agent tools, MCP) reads."""
 
 import time
+from typing import Literal
 
 import dagster as dg
 from pydantic import Field
@@ -10,6 +11,7 @@ from memory_assets.partitions import corpus_partitions
 from memory_core.graph import load_corpus_graph
 from memory_core.lexical import build_corpus_lexicon, lexicon_dir
 from memory_core.vector_index import FAMILIES, build_family_index
+from memory_core.vector_index.families import build_message_index_from_segments
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
 from memory_resources.storage import MemoryStorage
@@ -78,6 +80,11 @@ def graph(
 
 class IndexesConfig(dg.Config):
     families: list[str] = Field(default=list(FAMILIES), description="which index families to build")
+    message_vectors: Literal["segments", "text"] = Field(
+        default="segments",
+        description="messages index: vectors derived from the segments index (no second embedding pass) or "
+        "each message's own text embedded",
+    )
     embed_batch_size: int = Field(default=256, description="texts per embedder call")
 
 
@@ -106,7 +113,16 @@ def indexes(
     reports = []
     with store.write_lock(timeout_s=LOCK_WAIT_S):
         for family in config.families:
-            report = build_family_index(store, family, embedder, policy, batch_size=config.embed_batch_size)
+            if (
+                family == "messages"
+                and config.message_vectors == "segments"
+                and "segments" in config.families
+            ):
+                report = build_message_index_from_segments(store, embedder, policy)
+            else:
+                report = build_family_index(
+                    store, family, embedder, policy, batch_size=config.embed_batch_size
+                )
             context.log.info(
                 f"{store.name}/{family}: {report.kind} index of {report.size} ({report.embedded} embedded, {report.reused} reused)"
             )
