@@ -74,12 +74,24 @@ def conversation_hash(conv: ParsedConversation, content_shas: dict[str, str] | N
     put = digest.update
     put(f"{conv.title}\x1e{conv.created_at}".encode("utf-8", "surrogatepass"))
     for m in conv.messages:
-        attrs = json.dumps(m.attributes, sort_keys=True, default=str) if m.attributes else ""
+        attrs = m.attributes_json if m.attributes_json is not None else _attributes_json(m)
         line = f"\x1e{m.source_ref}\x1f{m.role}\x1f{m.author}\x1f{shas[m.source_ref]}\x1f{m.created_at}\x1f{m.time_derived}\x1f{m.parent_ref}\x1f{attrs}"
         put(line.encode("utf-8", "surrogatepass"))
     for ref, code in sorted((d.source_ref, d.reason_code) for d in conv.dead_letters):
         put(f"\x1d{ref}\x1f{code}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _attributes_json(m: ParsedMessage) -> str:
+    """The attributes in canonical JSON (for the content hash), after undecodable input in them was made
+    storable. `ensure_ascii` escapes lone surrogates as \\udXXX, so only such attributes take the slow path."""
+    if not m.attributes:
+        return ""
+    text = json.dumps(m.attributes, sort_keys=True, default=str)
+    if "\\ud" in text:
+        m.attributes = clean_json(m.attributes)
+        text = json.dumps(m.attributes, sort_keys=True, default=str)
+    return text
 
 
 def _parent_first(msgs: list[ParsedMessage]) -> list[ParsedMessage]:
@@ -204,7 +216,7 @@ class _Writer:
                     )
                 )
                 continue
-            msg.attributes = clean_json(msg.attributes)
+            msg.attributes_json = _attributes_json(msg)
             mid = (as_uuid(msg.source_id) if msg.source_id else None) or stable_uuid(
                 self.corpus, conv.source_ref, msg.source_ref
             )

@@ -37,6 +37,7 @@ class ParsedMessage:
     attributes: dict = field(default_factory=dict)
     time_derived: bool = False
     source_id: str | None = None  # the record's own UUID when the source has one
+    attributes_json: str | None = None  # canonical JSON of `attributes`, computed once by the loader
 
 
 @dataclass
