@@ -487,6 +487,19 @@ def demo(ctx, name) -> None:
     click.echo(
         f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
     )
+    from memory_core.demo import DEMO_QUESTIONS
+    from memory_query import check_citations, query_memory
+    from memory_query.answer import extractive_answer
+
+    for question in DEMO_QUESTIONS:
+        answer = query_memory(question, name, k=5, home=home)
+        text = extractive_answer(answer)
+        valid = check_citations(text, answer.citations).valid
+        click.echo(
+            f"\nQ: {question}\n{answer.context}\nA: {text}\n(citations {'valid' if valid else 'INVALID'})"
+        )
+        if not valid:
+            sys.exit(1)
 
 
 cli.add_command(eval_group)

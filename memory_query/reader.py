@@ -86,6 +86,14 @@ class CorpusReader:
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[tuple, object]] = {}
 
+    def close(self) -> None:
+        """Drop what is loaded and close the graph store (a reader evicted from a process's cache)."""
+        with self._lock:
+            graph = self._cache.get("graph")
+            if graph is not None and graph[1] is not None:
+                graph[1].close()
+            self._cache.clear()
+
     # -------------------------------------------------------------------------------- freshness
     def _db_files(self, name: str) -> list[Path]:
         base = self.store.dir / f"{name}.db"

@@ -19,6 +19,7 @@ still answers from the source; the lexical path is rebuilt from SQLite when its 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -66,7 +67,8 @@ class RetrievalSettings:
 
 
 # ------------------------------------------------------------------------------------------ readers
-_READERS: dict[tuple[str, str], CorpusReader] = {}
+_READERS: OrderedDict[tuple[str, str], CorpusReader] = OrderedDict()
+MAX_OPEN_READERS = 16  # corpora kept loaded per process; the least recently used one is closed
 
 
 def reader_for(corpus: str | CorpusStore, home: MemoryHome | str | None = None) -> CorpusReader:
@@ -80,6 +82,10 @@ def reader_for(corpus: str | CorpusStore, home: MemoryHome | str | None = None) 
     reader = _READERS.get(key)
     if reader is None or reader.store.home != store.home:
         reader = _READERS[key] = CorpusReader(store)
+    _READERS.move_to_end(key)
+    while len(_READERS) > MAX_OPEN_READERS:
+        _, evicted = _READERS.popitem(last=False)
+        evicted.close()
     return reader
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memory_cli.main import cli
@@ -39,3 +40,14 @@ def test_bad_file_is_one_clear_error(home, tmp_path):
     assert "cannot tell the format" in out.output and str(bad) in out.output
     out = CliRunner().invoke(cli, ["--home", str(home.root), "materialize", "never-added"])
     assert out.exit_code == 2 and "not registered" in out.output
+
+
+@pytest.mark.slow
+def test_demo_builds_every_stage_and_ends_with_a_cited_answer(home):
+    """The README's first command, as a user runs it (local sentence model, offline teacher)."""
+    out = run(home, "demo")
+    assert out.exit_code == 0, out.output
+    assert "Q: When is my half marathon?" in out.output
+    assert "<direct_evidence>" in out.output and "[Source:" in out.output
+    assert "April 21" in out.output  # the moved race date is among the evidence
+    assert "(citations valid)" in out.output and "INVALID" not in out.output

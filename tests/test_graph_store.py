@@ -482,3 +482,17 @@ def test_neo4j_statements_are_parameterised(corpus):
     assert sum("DETACH DELETE" in q for q, _ in driver.statements) == len(
         NODE_TYPES
     )  # stale-node prune per label
+
+
+def test_many_embedded_graphs_open_in_one_process(corpus):
+    """Regression: each open Ladybug database reserved 8 TiB of address space, so a process serving a few
+    dozen corpora (an eval run, an MCP server) failed at about the 15th ("Mmap ... failed")."""
+    store = corpus.store if hasattr(corpus, "store") else corpus
+    with LadybugGraphStore(embedded_graph_path(store)) as writer:
+        load_corpus_graph(store, writer)
+    opened = [LadybugGraphStore(embedded_graph_path(store)) for _ in range(40)]
+    try:
+        assert all(g.counts().total_nodes > 0 for g in opened)
+    finally:
+        for g in opened:
+            g.close()

@@ -62,6 +62,10 @@ _TYPES = {
     "BOOLEAN": "BOOLEAN",
     "TIMESTAMP": "TIMESTAMP",
 }
+# Ladybug reserves max_db_size of virtual address space per open database (8 TiB by default): a process
+# holding a few dozen corpora open (an eval run, an MCP server) ran out of address space at ~15. 64 GiB is
+# far above the design scale's graph (2.4M edges) and lets thousands be open at once.
+_MAX_DB_SIZE = 1 << 36
 _READ_POOL = 256 * 1024 * 1024
 _WRITE_POOL = 1024 * 1024 * 1024
 
@@ -174,7 +178,9 @@ class LadybugGraphStore(GraphStore):
         identity = (st.st_ino, st.st_mtime_ns)
         if self._conn is None or identity != self._opened:
             self._close_reader()
-            self._db = ladybug.Database(str(self.path), read_only=True, buffer_pool_size=_READ_POOL)
+            self._db = ladybug.Database(
+                str(self.path), read_only=True, buffer_pool_size=_READ_POOL, max_db_size=_MAX_DB_SIZE
+            )
             self._conn = ladybug.Connection(self._db)
             self._opened = identity
         return self._conn
@@ -241,7 +247,7 @@ class LadybugGraphStore(GraphStore):
                     [[r["src"], r["dst"], *(r[p.name] for p in et.props)] for r in rows],
                 )
             files = spool.close()
-            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL)
+            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL, max_db_size=_MAX_DB_SIZE)
             conn = ladybug.Connection(db)
             try:
                 for stmt in schema_ddl():
@@ -271,7 +277,7 @@ class LadybugGraphStore(GraphStore):
         try:
             if self.path.exists():
                 shutil.copyfile(self.path, temp)
-            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL)
+            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL, max_db_size=_MAX_DB_SIZE)
             conn = ladybug.Connection(db)
             try:
                 if not self.path.exists():
