@@ -360,6 +360,15 @@ def _items(
         for mi, _conf, start, end in concepts.evidence[ci]:
             if table.ids[mi] in found_ids and mi not in spans:
                 spans[mi] = (start, end, concepts.ids[ci])
+    w = settings.weights
+    weight_of = {
+        "lexical": w.lexical,
+        "session": w.session,
+        "dense": max(w.dense_message, w.dense_segment),
+        "concept": w.concept,
+        "topic": w.topic,
+        "graph": w.graph,
+    }
     items = []
     for mi in order:
         mid = table.ids[mi]
@@ -374,12 +383,7 @@ def _items(
             "topic": float(paths["topic"][mi]),
             "graph": float(paths["graph"][mi]),
         }
-        found_by = [
-            p
-            for p in PATHS
-            if max(channel.get(p, 0.0), channel.get(f"{p}_message", 0.0), channel.get(f"{p}_segment", 0.0))
-            >= settings.path_floor
-        ]
+        found_by = [p for p in PATHS if weight_of[p] > 0 and paths[p][mi] >= settings.path_floor]
         items.append(
             EvidenceItem(
                 message_id=mid,
