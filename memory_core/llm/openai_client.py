@@ -219,7 +219,7 @@ class OpenAICompatibleClient(LLMClient):
         if header:
             try:
                 delay = max(delay, float(header))
-            except ValueError:
+            except ValueError:  # an HTTP-date Retry-After: the computed backoff stands
                 pass
         return min(delay, MAX_BACKOFF_S)
 
