@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +146,28 @@ def test_sessions_by_best_turn_and_percentile():
     assert sessions_by_best_turn(["s2", "s1", "s2", "s3"], 50) == ["s2", "s1", "s3"]
     assert sessions_by_best_turn(["s2", "s1", "s2", "s3"], 2) == ["s2", "s1"]
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([5.0], 95) == 5.0
+
+
+def test_scripts_run_by_path_shadow_no_standard_module():
+    # `python evals/x.py` puts evals/ first on sys.path: a module there named like a standard one (it once was
+    # `tokenize.py`) breaks every script of the folder at import
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("evals", "scripts"):
+        names = {p.stem for p in (root / folder).glob("*.py")} | {
+            p.name for p in (root / folder).iterdir() if (p / "__init__.py").exists()
+        }
+        assert not names & set(sys.stdlib_module_names), (folder, names & set(sys.stdlib_module_names))
+
+
+def test_a_script_run_by_path_starts(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "evals" / "extraction_gold.py"), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gold" in done.stdout

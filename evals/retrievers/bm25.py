@@ -1,4 +1,4 @@
-"""Flat BM25 over raw turns (bm25s, Lucene variant, k1 = 1.5, b = 0.75) with `evals.tokenize.Tokenizer`."""
+"""Flat BM25 over raw turns (bm25s, Lucene variant, k1 = 1.5, b = 0.75) with `evals.bm25_tokens.Tokenizer`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import bm25s
 import numpy as np
 
 from evals.benchmarks import Haystack, Question, Turn
+from evals.bm25_tokens import Tokenizer
 from evals.retrievers.base import (
     TOP_K,
     BuiltCorpus,
@@ -15,7 +16,6 @@ from evals.retrievers.base import (
     filter_turns,
     rank_by_scores,
 )
-from evals.tokenize import Tokenizer
 
 
 class _Bm25Corpus(BuiltCorpus):
