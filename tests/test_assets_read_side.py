@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dagster as dg
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from memory_assets.definitions import defs
 from memory_assets.partitions import corpus_partitions
-from memory_core.store.schema import concept_evidence
+from memory_core.embeddings.hashing import HashingEmbedder
+from memory_core.store.schema import concept_evidence, messages, segments
+from memory_core.vector_index.families import open_family_index
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphConfigError, GraphResource
 from tests.conftest import stage_resources
@@ -43,30 +45,28 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
     assert graph_meta["dangling_references"].value == {"SUPPORTS": 1}
     index_meta = result.asset_materializations_for_node("indexes")[0].metadata
     assert index_meta["messages_size"].value == 10 and index_meta["messages_kind"].value == "flat"
-    # topics, concepts and segments are embedded; messages take their segments' vectors (no second pass)
-    assert index_meta["embedding_model"].value == "hashing-64" and index_meta["embedded"].value == 2 + 4 + 5
-    from memory_core.vector_index.families import open_family_index
-
     store = home.corpus("garden")
     seg_index, msg_index = open_family_index(store, "segments"), open_family_index(store, "messages")
     assert msg_index.meta["source"] == "segments"
     with store.staging.connect() as conn:
-        from sqlalchemy import select
-
-        from memory_core.store.schema import segments
-
         spans = {
             r.segment_id: r.message_spans
             for r in conn.execute(select(segments.c.segment_id, segments.c.message_spans))
         }
-    holders: dict[str, set[str]] = {}
+    holders: dict[str, list[str]] = {}
     for seg_id, pieces in spans.items():
         for piece in pieces:
-            holders.setdefault(piece["message_id"], set()).add(seg_id)
-    mid, (sid,) = next((m, h) for m, h in holders.items() if len(h) == 1)  # a message held by one segment
-    seg_vec = seg_index.vectors([seg_index.ids.index(sid)])[0]
-    msg_vec = msg_index.vectors([msg_index.ids.index(mid)])[0]
-    assert float(seg_vec @ msg_vec) > 0.999  # it points where its segment points
+            holders.setdefault(piece["message_id"], []).append(seg_id)
+    # a turn sharing its round with other turns gets its own text's vector (a shared one cannot tell them apart)
+    own = {m for m, h in holders.items() if len(h) == 1 and len({p["message_id"] for p in spans[h[0]]}) > 1}
+    assert own  # in this corpus every message shares its round
+    assert index_meta["embedding_model"].value == "hashing-64"
+    assert index_meta["embedded"].value == 2 + 4 + 5 + len(own)
+    with store.source.connect() as conn:
+        texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
+    for mid in own:
+        own_vec = HashingEmbedder(dim=64).embed([texts[mid]])[0]
+        assert float(own_vec @ msg_index.vectors([msg_index.ids.index(mid)])[0]) > 0.999
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(evaluations) == {
         "graph_counts_match_tables",
@@ -87,6 +87,18 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
     assert meta["node_counts"].value == {**graph_meta["node_counts"].value, "UserReaction": 1}
     assert again.asset_materializations_for_node("indexes")[0].metadata["reused"].value == 21
     assert all(e.passed for e in again.get_asset_check_evaluations())
+
+    # `segments`: no second embedding pass, every message points where its segment points
+    derived = _materialize(
+        instance, home, "garden", run_config={"ops": {"indexes": {"config": {"message_vectors": "segments"}}}}
+    )
+    assert derived.success
+    assert derived.asset_materializations_for_node("indexes")[0].metadata["embedded"].value == 0
+    msg_index = open_family_index(store, "messages")
+    for mid, (sid, *rest) in holders.items():
+        if not rest:
+            seg_vec = seg_index.vectors([seg_index.ids.index(sid)])[0]
+            assert float(seg_vec @ msg_index.vectors([msg_index.ids.index(mid)])[0]) > 0.999
 
     # a span that no longer matches its message fails the evidence check
     with corpus.store.staging.begin() as conn:

@@ -80,10 +80,12 @@ def graph(
 
 class IndexesConfig(dg.Config):
     families: list[str] = Field(default=list(FAMILIES), description="which index families to build")
-    message_vectors: Literal["segments", "text"] = Field(
-        default="segments",
-        description="messages index: vectors derived from the segments index (no second embedding pass) or "
-        "each message's own text embedded",
+    message_vectors: Literal["mixed", "segments", "text"] = Field(
+        default="mixed",
+        description="messages index: `mixed` embeds a message's own text only when it shares its segment with "
+        "other messages and derives the rest from the segments index (measured: LoCoMo turn recall_frac@5 "
+        "+0.011 over `segments`); `segments` derives every vector (no second embedding pass); `text` embeds "
+        "every message's own text",
     )
     embed_batch_size: int = Field(default=256, description="texts per embedder call")
 
@@ -113,12 +115,10 @@ def indexes(
     reports = []
     with store.write_lock(timeout_s=LOCK_WAIT_S):
         for family in config.families:
-            if (
-                family == "messages"
-                and config.message_vectors == "segments"
-                and "segments" in config.families
-            ):
-                report = build_message_index_from_segments(store, embedder, policy)
+            if family == "messages" and config.message_vectors != "text" and "segments" in config.families:
+                report = build_message_index_from_segments(
+                    store, embedder, policy, own_text_when_shared=config.message_vectors == "mixed"
+                )
             else:
                 report = build_family_index(
                     store, family, embedder, policy, batch_size=config.embed_batch_size
