@@ -32,7 +32,7 @@ class EvidenceItem:
     score: float
     paths: list[
         str
-    ]  # which retrieval paths found it: lexical, dense, concept, topic, graph, session, context
+    ]  # which retrieval paths found it: lexical, session, dense, concept, topic, graph, speaker
     channel_scores: dict[str, float] = field(default_factory=dict)
     concept_ids: list[str] = field(default_factory=list)  # concepts this message is evidence for
 

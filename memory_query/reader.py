@@ -8,6 +8,7 @@ was never built is `None`: retrieval degrades to what exists (graph → vectors 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,9 @@ from memory_core.store.schema import (
 )
 from memory_core.vector_index import FaissIndex
 from memory_core.vector_index.families import family_path, open_family_index
+
+NAME_WORD = re.compile(r"[^\W\d_]+")
+ROLE_AUTHORS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "me", "you"})
 
 
 @dataclass
@@ -245,6 +249,21 @@ class CorpusReader:
         return TopicTable(
             ids, index, rows, [np.unique(np.asarray(m, dtype=np.int64)) for m in members], links
         )
+
+    def speakers(self) -> dict[str, np.ndarray]:
+        """A named participant's first name (lower case) → indexes of the messages they wrote. Role-like
+        authors ("user", "assistant") are not names a question would use."""
+        table = self.messages()
+
+        def build():
+            by_name: dict[str, list[int]] = {}
+            for i, author in enumerate(table.author):
+                words = NAME_WORD.findall((author or "").lower())
+                if words and words[0] not in ROLE_AUTHORS and len(words[0]) >= 2:
+                    by_name.setdefault(words[0], []).append(i)
+            return {name: np.asarray(rows, dtype=np.int64) for name, rows in by_name.items()}
+
+        return self._cached("speakers", self._sql_stamp("source"), build)
 
     def segment_messages(self) -> dict[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""

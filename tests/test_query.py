@@ -10,7 +10,7 @@ import pytest
 
 from memory_query import check_citations, query_memory
 from memory_query.answer import extractive_answer
-from memory_query.retrieval import reader_for
+from memory_query.retrieval import reader_for, with_weights
 
 RACE = "When is the Lisbon half marathon?"
 
@@ -118,3 +118,42 @@ def test_citation_checker_rejects_uncited_and_unknown_sentences():
     report = check_citations("The race moved [Source:zz9].", known)
     assert not report.valid and report.unresolved == ["[Source:zz9]"]
     assert not check_citations("", known).valid
+
+
+def test_a_named_participant_s_own_messages_rank_first(home, tmp_path):
+    from memory_core.ingest.loader import ingest_file
+    from tests.conftest import write_jsonl
+
+    rows = [
+        # Alice's message matches the words better; the question asks what Will did
+        ("a1", "Alice", "We adopted a dog, a sweet rescue dog, from the shelter last spring."),
+        ("w1", "Will", "I adopted a dog last spring."),
+        ("a2", "Alice", "The weather was great for hiking."),
+    ]
+    store = home.corpus("party")
+    ingest_file(
+        store,
+        write_jsonl(
+            tmp_path / "party.jsonl",
+            [
+                {
+                    "id": i,
+                    "conversation_id": "c1",
+                    "role": "user",
+                    "author": who,
+                    "text": text,
+                    "created_at": f"2024-04-01T10:00:0{n}Z",
+                }
+                for n, (i, who, text) in enumerate(rows)
+            ],
+        ),
+        "jsonl",
+    )
+    ranked = [i.source_ref for i in query_memory("When did Will adopt a dog?", store, k=3).items]
+    assert ranked[0] == "w1"
+    item = query_memory("When did Will adopt a dog?", store, k=3).items[0]
+    assert "speaker" in item.paths
+    # lower case "will" is a verb, not a name; with the path off the better lexical match wins
+    assert query_memory("when will the dog be adopted?", store, k=3).items[0].source_ref == "a1"
+    off = with_weights(speaker=0.0)
+    assert query_memory("When did Will adopt a dog?", store, k=3, settings=off).items[0].source_ref == "a1"
