@@ -293,13 +293,6 @@ def rank(
         concept_evidence_ids[ci] = found_ids
     lap("concepts")
 
-    if w.speaker > 0 and n:
-        # names are capitalised: "Will" names a participant, "will" does not
-        words = {word.lower() for word in NAME_WORD.findall(question) if word[0].isupper()}
-        for name, rows in reader.speakers().items():
-            if name in words:
-                paths["speaker"][rows] = 1.0
-
     for name in ("lexical", "session", "concept", "topic"):
         paths[name] = _normalise(paths[name])
     fused = (
@@ -309,8 +302,16 @@ def rank(
         + w.dense_segment * dense_segment
         + w.concept * paths["concept"]
         + w.topic * paths["topic"]
-        + w.speaker * paths["speaker"]
     )
+    if w.speaker > 0 and n:
+        # names are capitalised: "Will" names a participant, "will" does not. Only messages another path
+        # found are lifted: naming someone must not fill the results with everything they ever wrote
+        words = {word.lower() for word in NAME_WORD.findall(question) if word[0].isupper()}
+        for name, rows in reader.speakers().items():
+            if name in words:
+                paths["speaker"][rows] = 1.0
+        paths["speaker"] *= fused > 0
+        fused = fused + w.speaker * paths["speaker"]
     fused = np.where(mask, fused, -np.inf)
     # graph synthesis: the strongest messages lend context to their neighbours in time
     if w.graph > 0 and n:

@@ -129,6 +129,7 @@ def test_a_named_participant_s_own_messages_rank_first(home, tmp_path):
         ("a1", "Alice", "We adopted a dog, a sweet rescue dog, from the shelter last spring."),
         ("w1", "Will", "I adopted a dog last spring."),
         ("a2", "Alice", "The weather was great for hiking."),
+        ("w2", "Will", "Lunch is at noon on Fridays."),  # in another conversation, matching nothing
     ]
     store = home.corpus("party")
     ingest_file(
@@ -138,7 +139,7 @@ def test_a_named_participant_s_own_messages_rank_first(home, tmp_path):
             [
                 {
                     "id": i,
-                    "conversation_id": "c1",
+                    "conversation_id": "c2" if i == "w2" else "c1",
                     "role": "user",
                     "author": who,
                     "text": text,
@@ -149,10 +150,10 @@ def test_a_named_participant_s_own_messages_rank_first(home, tmp_path):
         ),
         "jsonl",
     )
-    ranked = [i.source_ref for i in query_memory("When did Will adopt a dog?", store, k=3).items]
-    assert ranked[0] == "w1"
-    item = query_memory("When did Will adopt a dog?", store, k=3).items[0]
-    assert "speaker" in item.paths
+    items = query_memory("When did Will adopt a dog?", store, k=5).items
+    assert items[0].source_ref == "w1" and "speaker" in items[0].paths
+    # naming Will lifts what other paths found; it does not return everything Will wrote
+    assert "w2" not in [i.source_ref for i in items]
     # lower case "will" is a verb, not a name; with the path off the better lexical match wins
     assert query_memory("when will the dog be adopted?", store, k=3).items[0].source_ref == "a1"
     off = with_weights(speaker=0.0)

@@ -153,6 +153,13 @@ def _items(store: CorpusStore, family: str, centroids: bool) -> Iterator[list[_I
                 yield batch
 
 
+def _previous_build(path) -> FaissIndex | None:
+    try:
+        return FaissIndex.load(path) if path.exists() else None
+    except (ValueError, FileNotFoundError, RuntimeError):
+        return None  # an unreadable previous build only costs re-embedding
+
+
 class _Reuse:
     """Vectors of the previous build, by id, when they were made by the same model from the same source."""
 
@@ -188,11 +195,7 @@ def build_family_index(
     centroids = family == "topics" and _use_centroids(store, dim)
     source = "centroid" if centroids else ("label_profile" if family == "topics" else "text")
     path = family_path(store, family)
-    try:
-        previous = FaissIndex.load(path) if path.exists() else None
-    except (ValueError, FileNotFoundError, RuntimeError):
-        previous = None  # an unreadable previous build only costs re-embedding
-    reuse = _Reuse(previous, embedder.model_name, source, dim)
+    reuse = _Reuse(_previous_build(path), embedder.model_name, source, dim)
 
     capacity = max(_count(store, family), 1)
     matrix = np.empty((capacity, dim), dtype=np.float32)
@@ -309,13 +312,9 @@ def build_message_index_from_segments(
                 if len(held) > 1:
                     shared.add(span["message_id"])
     path = family_path(store, "messages")
-    try:
-        previous = FaissIndex.load(path) if path.exists() else None
-    except (ValueError, FileNotFoundError, RuntimeError):
-        previous = None
     model = segments_index.meta.get("model", embedder.model_name)
     # an own-text vector is keyed "text:<content key>" so a rebuild can tell it from a derived one and reuse it
-    reuse = _Reuse(previous, model, "segments", dim)
+    reuse = _Reuse(_previous_build(path), model, "segments", dim)
     engine, stmt = _source(store, "messages")
     ids: list[str] = []
     keys: list[str] = []
