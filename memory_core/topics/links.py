@@ -36,6 +36,7 @@ from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.store.db import CorpusStore, bulk_insert
 from memory_core.store.schema import canonical_concepts, topic_concept_links, topics
 from memory_core.topics.builds import latest_build, record_build
+from memory_core.topics.reports import LinksReport
 
 Normalisation = Literal["global", "per_topic"]
 _BLOCK = 512  # topics per matrix product
@@ -117,12 +118,6 @@ def weighted_links(centroids: np.ndarray, concepts: np.ndarray, config: LinkConf
 
 # ------------------------------------------------------------------------------------------------ stage
 STAGE = "weighted_links"
-
-
-@dataclass
-class LinksReport:
-    figures: dict
-    topic_table: list[dict]
 
 
 def load_concepts(conn: Connection) -> list[dict]:
