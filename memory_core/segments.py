@@ -19,6 +19,7 @@ from datetime import datetime
 from sqlalchemy import insert, select, update
 
 from memory_core.ids import sha256_json, stable_uuid
+from memory_core.reports import CheckResult, Figures
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import conversations, messages, segments, stage_progress
 
@@ -125,6 +126,7 @@ def cut_conversation(msgs: list[MessageRow], token_cap: int = DEFAULT_TOKEN_CAP)
 
 @dataclass
 class SegmentReport:
+    token_cap: int = DEFAULT_TOKEN_CAP
     conversations_total: int = 0
     conversations_processed: int = 0
     conversations_skipped: int = 0
@@ -135,6 +137,20 @@ class SegmentReport:
     messages_split: int = 0
     mean_tokens: float = 0.0
     max_tokens: int = 0
+
+    def as_metadata(self) -> Figures:
+        return {
+            "segments": self.segments_current,
+            "segments_new": self.segments_new,
+            "segments_kept": self.segments_kept,
+            "segments_superseded": self.segments_superseded,
+            "conversations_processed": self.conversations_processed,
+            "conversations_skipped": self.conversations_skipped,
+            "messages_split": self.messages_split,
+            "mean_tokens": self.mean_tokens,
+            "max_tokens": self.max_tokens,
+            "token_cap": self.token_cap,
+        }
 
 
 def _segment_rows(conv_id: str, conv_sha: str, drafts: list[SegmentDraft]) -> list[dict]:
@@ -164,7 +180,7 @@ def _segment_rows(conv_id: str, conv_sha: str, drafts: list[SegmentDraft]) -> li
 
 def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch: int = 200) -> SegmentReport:
     """Cut every conversation whose content changed since the last run; skip the rest."""
-    report = SegmentReport()
+    report = SegmentReport(token_cap=token_cap)
     with store.source.connect() as src, store.staging.connect() as stg:
         done = {
             r.conversation_id: r.conversation_sha256
@@ -282,8 +298,9 @@ def build_segments(store: CorpusStore, token_cap: int = DEFAULT_TOKEN_CAP, batch
     return report
 
 
-def verify_segments(store: CorpusStore) -> dict:
-    """Provenance of segments: every live message is covered, every piece equals its message's text."""
+def segments_trace_to_messages(store: CorpusStore) -> CheckResult:
+    """Contract of the `segments` stage, its provenance: every live message is covered by a current
+    segment and every piece equals its message's text between the offsets."""
     with store.source.connect() as src:
         texts = {
             r.message_id: r.text
@@ -303,4 +320,8 @@ def verify_segments(store: CorpusStore) -> dict:
                 piece = seg.text[span["offset"] : span["offset"] + span["end"] - span["start"]]
                 if source is None or source[span["start"] : span["end"]] != piece:
                     bad += 1
-    return {"segments": count, "uncovered_messages": len(set(texts) - covered), "bad_spans": bad}
+    uncovered = len(set(texts) - covered)
+    return CheckResult(
+        uncovered == 0 and bad == 0,
+        {"uncovered_messages": uncovered, "bad_spans": bad, "segments": count},
+    )

@@ -345,3 +345,57 @@ def test_a_state_repeated_in_two_pieces_of_one_long_message_gives_two_reactions(
     with store.reflective.connect() as conn:
         found = conn.execute(select(user_reactions.c.state, user_reactions.c.span_start)).all()
     assert len([r for r in found if r.state == "Frustration"]) == 2
+
+
+def test_extraction_reports_and_contracts(home):
+    import json
+
+    from sqlalchemy import select, update
+
+    from memory_core.demo import demo_export_path
+    from memory_core.extraction import checks as contracts
+    from memory_core.extraction.offline_teacher import OfflineTeacher
+    from memory_core.extraction.quality import reaction_quality
+    from memory_core.extraction.report import UserReactionsReport
+    from memory_core.extraction.stage import extract_corpus
+    from memory_core.ingest.loader import ingest_file
+    from memory_core.segments import build_segments
+    from memory_core.store.schema import mentions, segment_extractions, user_reactions
+
+    store = home.corpus("demo")
+    ingest_file(store, demo_export_path(), "chatgpt")
+    build_segments(store)
+    report = extract_corpus(store, OfflineTeacher(), retention_days=30.0)
+    quality = reaction_quality(store)
+    meta = report.as_metadata()
+    reactions_meta = UserReactionsReport(report, quality).as_metadata()
+    for figures in (meta, reactions_meta):
+        assert json.loads(json.dumps(figures)) == figures  # plain JSON-able values
+    assert meta["mentions_written"] > 0 and meta["teacher"] == reactions_meta["teacher"]
+    assert reactions_meta["retention_days"] == 30.0 and reactions_meta["reactions_total"] == quality.reactions
+    assert sum(r["count"] for r in reactions_meta["by_state"]) == quality.reactions > 0
+    stage_contracts = (
+        contracts.mention_spans_verbatim,
+        contracts.every_segment_extracted,
+        contracts.reaction_schema_validity,
+        contracts.reaction_vocabulary_coverage,
+        contracts.reaction_timestamps_and_evidence,
+    )
+    results = {c.__name__: c(store) for c in stage_contracts}
+    assert all(r.passed for r in results.values()), {k: r.figures for k, r in results.items()}
+
+    with store.staging.begin() as conn:
+        first = conn.execute(select(mentions.c.mention_id).order_by(mentions.c.mention_id)).scalars().first()
+        conn.execute(update(mentions).where(mentions.c.mention_id == first).values(surface="not in the text"))
+        conn.execute(update(segment_extractions).values(status="pending"))
+    with store.reflective.begin() as conn:
+        cue = conn.execute(select(user_reactions.c.reaction_id)).scalars().first()
+        conn.execute(
+            update(user_reactions).where(user_reactions.c.reaction_id == cue).values(evidence_text="nope")
+        )
+    spans = contracts.mention_spans_verbatim(store)
+    assert not spans.passed and spans.figures["not_verbatim"] == 1
+    pending = contracts.every_segment_extracted(store)
+    assert not pending.passed and pending.figures["answered"] == 0 and pending.figures["pending"] > 0
+    evidence = contracts.reaction_timestamps_and_evidence(store)
+    assert not evidence.passed and evidence.figures["cues_not_verbatim"] == 1

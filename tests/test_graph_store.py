@@ -108,6 +108,39 @@ def test_counts_match_the_tables_and_reflective_is_excluded_by_default(graph, co
     assert export.dangling == {"SUPPORTS": 1}  # a relation to a concept id that does not exist
 
 
+def test_graph_report_and_contracts(graph, corpus):
+    import json
+
+    from sqlalchemy import update
+
+    from memory_core.graph import checks as contracts
+    from memory_core.graph.stage import build_graph
+
+    report = build_graph(corpus.store, graph, where={"backend": "test", "location": "here"})
+    meta = report.as_metadata()
+    assert json.loads(json.dumps(meta)) == meta  # plain JSON-able values
+    assert meta["backend"] == "test" and meta["include_reflective"] is False
+    assert meta["nodes_total"] == sum(meta["node_counts"].values()) == graph.counts().total_nodes
+    assert meta["dangling_references"] == {"SUPPORTS": 1} and len(meta["counts"]) == len(NODE_TYPES) + len(
+        EDGE_TYPES
+    )
+    assert contracts.graph_counts_match_tables(corpus.store, graph.counts()).passed
+    evidence = contracts.evidence_points_to_source_messages(corpus.store, graph)
+    assert evidence.passed and evidence.figures["evidence_edges"] == 5
+
+    # the tables move on without a reload: one link fewer, one evidence message edited
+    with corpus.store.staging.begin() as conn:
+        conn.execute(delete(topic_concept_links).where(topic_concept_links.c.weight < 50))
+    _, message_id, _, _, _ = next(iter(graph.iter_edges("EVIDENCE_FOR")))
+    with corpus.store.source.begin() as conn:
+        conn.execute(update(messages).where(messages.c.message_id == message_id).values(text="rewritten"))
+    counts = contracts.graph_counts_match_tables(corpus.store, graph.counts())
+    assert not counts.passed and [m["type"] for m in counts.figures["mismatches"]] == ["RELATED_TO"]
+    evidence = contracts.evidence_points_to_source_messages(corpus.store, graph)
+    assert not evidence.passed and evidence.figures["wrong_spans"] >= 1
+    assert evidence.figures["examples"][0]["message_id"] == message_id
+
+
 def test_reload_is_idempotent_and_replaces_stale_items(graph, corpus):
     load_corpus_graph(corpus.store, graph)
     first = graph.counts()

@@ -269,3 +269,45 @@ def test_store_from_an_older_schema_is_upgraded_or_refused(home, tmp_path):
     with fresh.staging.connect() as conn:
         cols = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(topics)")}
     assert {"domain_id", "silhouette", "label_centroid_distance"} <= cols
+
+
+def test_messages_report_and_ingestion_contracts(home, tmp_path):
+    from memory_core.corpora import CorpusSource
+    from memory_core.ingest import checks as contracts
+    from memory_core.ingest.records import DEFAULT_MAX_MESSAGE_CHARS
+    from memory_core.ingest.stage import ingest_source
+    from memory_core.segments import build_segments, segments_trace_to_messages
+
+    store = home.corpus("c")
+    nothing = contracts.input_accounting(store)
+    assert not nothing.passed and nothing.figures == {"problem": "no file ingested yet"}
+    path = write_json(tmp_path / "c.json", [chatgpt_conversation(), chatgpt_conversation("c2", "Second")])
+    report = ingest_source(store, CorpusSource("c", "chatgpt", str(path)), DEFAULT_MAX_MESSAGE_CHARS)
+    meta = report.as_metadata()
+    assert json.loads(json.dumps(meta)) == meta  # plain JSON-able values
+    assert meta["records_in"] == 12 and meta["stored"] == 10 and meta["messages_total"] == 10
+    assert meta["dead_letter_reasons"] == [{"reason": "hidden_system", "count": 2}]
+    assert meta["source_path"] == str(path) and meta["conversations_new"] == 2
+    segmented = build_segments(store, token_cap=64)
+    assert segmented.as_metadata()["token_cap"] == 64 and segmented.as_metadata()["segments"] > 0
+    contracts_of_stage = (
+        contracts.no_null_timestamps,
+        contracts.no_dangling_parents,
+        contracts.input_accounting,
+        segments_trace_to_messages,
+    )
+    assert all(contract(store).passed for contract in contracts_of_stage)
+    assert contracts.input_accounting(store).figures == {"records_in": 12, "stored": 10, "dead_lettered": 2}
+
+    # a message edited behind the loader's back: its parent dangles and its segment no longer quotes it
+    raw = store.source.raw_connection()
+    try:
+        raw.execute("PRAGMA foreign_keys=OFF")
+        raw.execute("UPDATE messages SET parent_id = 'nowhere', text = 'edited' WHERE source_ref = 'a2'")
+        raw.commit()
+    finally:
+        raw.close()
+    dangling = contracts.no_dangling_parents(store)
+    assert not dangling.passed and dangling.figures == {"dangling_parent_ids": 2}
+    trace = segments_trace_to_messages(store)
+    assert not trace.passed and trace.figures["bad_spans"] == 2 and trace.figures["uncovered_messages"] == 0

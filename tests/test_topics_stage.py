@@ -264,3 +264,60 @@ def test_a_new_conversation_rebuilds_and_retires_stale_links(store):
         live = set(conn.execute(select(topics.c.topic_id)).scalars())
         linked = set(conn.execute(select(topic_concept_links.c.topic_id)).scalars())
     assert linked <= live
+
+
+def test_topic_layer_reports_and_contracts(store):
+    from sqlalchemy import update
+
+    from memory_core.topics import checks as contracts
+
+    add_subject_concepts(store)
+    built = build_topics(store, EMBEDDER, CONFIG, Describer(), run_id="r1")
+    links = build_links(store, EMBEDDER, LinkConfig(top_k=3), run_id="r1")
+    grouped = build_domains(store, EMBEDDER, DomainsConfig(), Describer(), run_id="r1")
+    for report in (built, links, grouped):
+        meta = report.as_metadata()
+        assert json.loads(json.dumps(meta)) == meta  # plain JSON-able values
+    t = built.as_metadata()
+    assert t["status"] == "built" and t["describer"] == "c-tf-idf" and t["topics"] == 4
+    assert t["trial_history"] == built.trials and t["seconds"] > 0
+    again = build_topics(store, EMBEDDER, CONFIG, Describer(), run_id="r2").as_metadata()
+    assert again["status"] == "unchanged" and again["build_seconds"] == t["build_seconds"]
+    assert links.as_metadata()["links"] == len(
+        _rows(store, topic_concept_links, [topic_concept_links.c.topic_id])
+    )
+    d = grouped.as_metadata()
+    assert d["domains"] == len(d["domain_sizes"]) and "domain_table" not in d and d["domains_table"]
+
+    bounds = contracts.TopicQualityBounds()
+    results = [
+        contracts.topic_silhouette_in_bounds(store, bounds),
+        contracts.topic_noise_in_bounds(store, bounds),
+        contracts.segments_in_one_topic(store),
+        contracts.link_weights_in_range(store),
+        contracts.topics_in_hierarchy(store),
+    ]
+    assert all(r.passed for r in results), [r.figures for r in results]
+    strict = contracts.TopicQualityBounds(silhouette_min=0.99, noise_ratio_max=-1.0)
+    assert not contracts.topic_silhouette_in_bounds(store, strict).passed
+    assert not contracts.topic_noise_in_bounds(store, strict).passed
+
+    with store.staging.begin() as conn:
+        first = conn.execute(select(topics.c.topic_id).order_by(topics.c.topic_id)).scalars().first()
+        conn.execute(update(topics).where(topics.c.topic_id == first).values(size=topics.c.size + 1))
+        conn.execute(
+            update(topic_concept_links).where(topic_concept_links.c.topic_id == first).values(weight=150.0)
+        )
+        conn.execute(update(domains).values(size=domains.c.size + 1))
+    sizes = contracts.segments_in_one_topic(store)
+    assert (
+        not sizes.passed
+        and sizes.figures["topics_with_wrong_size"] == 1
+        and sizes.figures["examples"] == [first]
+    )
+    weights = contracts.link_weights_in_range(store)
+    assert not weights.passed and weights.figures["weights_out_of_range"] >= 1
+    hierarchy = contracts.topics_in_hierarchy(store)
+    assert (
+        not hierarchy.passed and hierarchy.figures["domains_with_wrong_size"] == hierarchy.figures["domains"]
+    )

@@ -15,12 +15,12 @@ from memory_core.vector_index import (
     FAMILIES,
     FaissIndex,
     IndexPolicy,
-    build_corpus_indexes,
     build_family_index,
     family_path,
     open_family_index,
     source_ids,
 )
+from memory_core.vector_index.stage import build_indexes
 from tests.graph_corpus import build_small_corpus
 
 
@@ -131,7 +131,7 @@ def test_corpus_families_match_their_sources_and_find_their_items(home, tmp_path
     corpus = build_small_corpus(home, tmp_path)
     store = corpus.store
     embedder = HashingEmbedder(256)
-    reports = {r.family: r for r in build_corpus_indexes(store, embedder)}
+    reports = {r.family: r for r in build_indexes(store, embedder, message_vectors="text").families}
     assert set(reports) == set(FAMILIES)
     assert {f: reports[f].size for f in FAMILIES} == {
         "topics": 2,
@@ -153,7 +153,7 @@ def test_corpus_families_match_their_sources_and_find_their_items(home, tmp_path
     assert hit.ids[0] == [corpus.concepts["kyoto"]]
 
     # a rebuild embeds only what changed
-    again = {r.family: r for r in build_corpus_indexes(store, embedder)}
+    again = {r.family: r for r in build_indexes(store, embedder, message_vectors="text").families}
     assert all(again[f].embedded == 0 and again[f].reused == again[f].size for f in FAMILIES)
     with store.staging.begin() as conn:
         conn.execute(
@@ -172,6 +172,37 @@ def test_corpus_families_match_their_sources_and_find_their_items(home, tmp_path
     # another model never reuses vectors
     other = build_family_index(store, "messages", HashingEmbedder(128))
     assert other.embedded == 10 and other.reused == 0 and open_family_index(store, "messages").dim == 128
+
+
+def test_indexes_stage_report_and_contracts(home, tmp_path):
+    import json
+
+    from memory_core.vector_index import checks as contracts
+
+    corpus = build_small_corpus(home, tmp_path)
+    store = corpus.store
+    report = build_indexes(store, HashingEmbedder(256))
+    meta = report.as_metadata()
+    assert json.loads(json.dumps(meta)) == meta  # plain JSON-able values
+    assert [f["family"] for f in meta["families"]] == list(FAMILIES)
+    assert meta["messages_size"] == meta["lexical_messages"] == 10 and meta["segments_kind"] == "flat"
+    assert meta["embedded"] == sum(f["embedded"] for f in meta["families"]) > 0
+    by_family = {r.family: r for r in report.families}
+    assert by_family["messages"].source == "segments"  # derived from the segments index (`mixed`)
+    assert contracts.index_ids_match_sources(store).passed
+    found = contracts.index_finds_its_own_vectors(store)
+    assert found.passed and {f["family"] for f in found.figures["families"]} == set(FAMILIES)
+
+    # a concept retired after the build: the concepts index holds an id its source no longer has
+    with store.staging.begin() as conn:
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == corpus.concepts["beds"])
+            .values(state="merged")
+        )
+    ids = contracts.index_ids_match_sources(store)
+    concepts = next(f for f in ids.figures["families"] if f["family"] == "concepts")
+    assert not ids.passed and concepts["not_in_source"] == 1 and concepts["ok"] is False
 
 
 def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):

@@ -4,10 +4,11 @@ segment), so they are one multi-asset in the `llm` concurrency pool."""
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import corpus_store, md_table
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.ingestion.assets import segments
 from memory_assets.partitions import corpus_partitions
 from memory_core.extraction.quality import reaction_quality
+from memory_core.extraction.report import UserReactionsReport
 from memory_core.extraction.stage import extract_corpus
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
@@ -59,65 +60,8 @@ def extraction(
             retention_days=config.reaction_retention_days,
             log=context.log.info,
         )
-    rejected = {
-        k.split(":", 1)[1]: v
-        for k, v in report.stats.items()
-        if k.startswith(("rejected:", "spans_rejected:", "reactions_rejected:"))
-    }
-    teacher_meta = report.teacher.get("teacher", "")
-    call_meta = {
-        "teacher": teacher_meta,
-        "extractor": report.extractor,
-        "llm_calls": report.calls,
-        "llm_cache_hits": report.cache_hits,
-        "llm_attempts": report.attempts,
-        "tokens_in": report.tokens_in,
-        "tokens_out": report.tokens_out,
-        "cost_usd": report.cost_usd,
-    }
-    yield dg.MaterializeResult(
-        asset_key="mentions",
-        metadata={
-            **call_meta,
-            "conversations_processed": report.conversations_processed,
-            "conversations_skipped": report.conversations_skipped,
-            "conversations_pending": report.conversations_pending,
-            "segments_extracted": report.segments_extracted,
-            "segments_reused": report.segments_reused,
-            "segments_failed": report.segments_failed,
-            "segments_pending": report.segments_pending,
-            "candidates": report.stats["candidates"],
-            "accepted": report.stats["accepted"],
-            "rejected": report.stats["rejected"],
-            "rejected_reasons": md_table(
-                [{"reason": k, "count": v} for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])]
-            ),
-            "residual_reasons": md_table(
-                [{"reason": k, "count": v} for k, v in report.residual_reasons.most_common()]
-            ),
-            "schema_validity_rate": report.schema_validity,
-            "span_verified_rate": report.span_verified_rate,
-            "spans_offset_fixed": report.stats["spans_offset_fixed"]
-            + report.stats["spans_trimmed"]
-            + report.stats["spans_normalised"],
-            "mentions_written": report.mentions_written,
-            "seconds": round(report.seconds, 3),
-        },
+    yield materialize_result(
+        report, asset_key="mentions", tables={"rejected_reasons": Table(), "residual_reasons": Table()}
     )
-    quality = reaction_quality(store)
-    yield dg.MaterializeResult(
-        asset_key="user_reactions",
-        metadata={
-            **call_meta,
-            "reactions_written": report.reactions_written,
-            "reactions_total": quality["reactions"],
-            "reactions_expired_purged": report.reactions_expired,
-            "retention_days": config.reaction_retention_days
-            if config.reaction_retention_days is not None
-            else "unlimited",
-            "schema_validity": quality["schema_validity"],
-            "share_not_other": quality["share_not_other"],
-            "null_timestamp_rate": quality["null_timestamp_rate"],
-            "by_state": md_table([{"state": k, "count": v} for k, v in quality["by_state"].items()]),
-        },
-    )
+    reactions = UserReactionsReport(report, reaction_quality(store))
+    yield materialize_result(reactions, asset_key="user_reactions", tables={"by_state": Table()})

@@ -2,20 +2,20 @@
 memory_core.topics."""
 
 import base64
-import time
 from dataclasses import replace
+from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import corpus_store, md_table
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.topics.clustering import ObjectiveWeights
 from memory_core.topics.describe import Describer, LLMDescriber
 from memory_core.topics.domains import DomainsConfig, build_domains, default_domain_tuner
 from memory_core.topics.links import LinkConfig, build_links
 from memory_core.topics.stage import TopicsConfig, build_topics
-from memory_core.topics.topic_map import render_topic_map
+from memory_core.topics.topic_map import corpus_topic_map
 from memory_core.topics.tuner import SearchSpace, TunerConfig
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
@@ -28,7 +28,6 @@ _TOPICS = TopicsConfig()
 _LINKS = LinkConfig()
 _DOMAINS = DomainsConfig()
 _DOMAIN_TUNER = default_domain_tuner()
-TOPIC_MAP_FILE = ("reports", "topic_map.png")
 TRIAL_COLUMNS = [
     "trial",
     "n_components",
@@ -45,6 +44,7 @@ TRIAL_COLUMNS = [
     "objective",
     "seconds",
 ]
+TRIAL_TABLE = Table(TRIAL_COLUMNS, limit=500)
 
 
 class TopicsAssetConfig(dg.Config):
@@ -146,14 +146,14 @@ def _describer(enabled: bool, llm: LLMResource, storage: MemoryStorage) -> Descr
     return LLMDescriber(client) if client is not None else Describer()
 
 
-def _trial_table(trials: list[dict]) -> dg.MetadataValue:
-    return md_table(trials, TRIAL_COLUMNS, limit=500)
-
-
-def _png_markdown(png: bytes, alt: str) -> dg.MetadataValue:
+def _picture_metadata(picture: tuple[bytes, Path] | None, corpus: str) -> dict[str, dg.MetadataValue]:
+    if picture is None:
+        return {}
+    png, path = picture
     # the Dagster UI renders it: its Markdown sanitiser (MarkdownWithPlugins, dagster-webserver 1.13) adds
     # `data` to the allowed image-source protocols; long Markdown sits behind the panel's "Show Markdown"
-    return dg.MetadataValue.md(f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})")
+    image = f"![topic map of {corpus}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+    return {"topic_map": dg.MetadataValue.md(image), "topic_map_path": dg.MetadataValue.path(str(path))}
 
 
 @dg.asset(
@@ -172,7 +172,6 @@ def topics(
     embeddings: EmbeddingsResource,
     llm: LLMResource,
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
     describer = _describer(config.describe_with_llm, llm, storage)
@@ -180,66 +179,13 @@ def topics(
         report = build_topics(
             store, embedder, config.topics_config(), describer, run_id=context.run_id, log=context.log.info
         )
-    f = report.figures
-    map_path = store.path(*TOPIC_MAP_FILE)
-    png = None
-    if report.map is not None:
-        png = render_topic_map(report.map, store.name, map_path)
-    elif map_path.exists():  # unchanged build: the picture of the build that is being reused
-        png = map_path.read_bytes()
-    seconds = time.perf_counter() - started
-    build_seconds = f.get("seconds") or 0.0
-    metadata = {
-        "status": report.status,
-        "segments": f["segments"],
-        "topics": f["topics"],
-        "noise_segments": f["noise_segments"],
-        "noise_ratio": f["noise_ratio"],
-        "silhouette": f["silhouette"],
-        "silhouette_space": f.get("silhouette_space", ""),
-        "silhouette_embedding": f["silhouette_embedding"],
-        "silhouette_reduced": f["silhouette_reduced"],
-        "outlier_mean": f["outlier_mean"],
-        "objective": f["objective"],
-        "path": f["path"],
-        "reduction": f["reduction"],
-        "best_params": dg.MetadataValue.json(f["params"] or {}),
-        "trials_run": f["trials_run"],
-        "best_trial": f["best_trial"] if f["best_trial"] is not None else -1,
-        "search_truncated_by_time": f["truncated"],
-        "topic_sizes": dg.MetadataValue.json(f["sizes"]),
-        "size_min": f["size_min"],
-        "size_median": f["size_median"],
-        "size_max": f["size_max"],
-        "label_centroid_distance": f["label_centroid_distance_mean"],
-        "label_centroid_distance_median": f["label_centroid_distance_median"],
-        "label_centroid_distance_max": f["label_centroid_distance_max"],
-        "label_only_centroid_distance": f["label_only_distance_mean"],
-        "trial_history": _trial_table(report.trials),
-        "topics_table": md_table(f["topic_table"], limit=40),
-        "reactions_linked": report.reactions_linked,
-        "embedding_model": f["embedding_model"],
-        "describer": describer.identity(),
-        "llm_calls": f.get("llm_calls", 0),
-        "seconds": round(seconds, 3),
-        "build_seconds": build_seconds,
-        "embed_seconds": f["embed_seconds"],
-        "tune_seconds": f["tune_seconds"],
-        "umap_warmup_seconds": f["umap_warmup_seconds"],
-        "umap_compile_share": round(f["umap_warmup_seconds"] / build_seconds, 4) if build_seconds else 0.0,
-        "umap_fit_seconds_median": f["umap_fit_seconds_median"]
-        if f["umap_fit_seconds_median"] is not None
-        else 0.0,
-        "label_seconds": f["label_seconds"],
-        "write_seconds": f.get("write_seconds", 0.0),
-    }
-    if png is not None:
-        metadata["topic_map"] = _png_markdown(png, f"topic map of {store.name}")
-        metadata["topic_map_path"] = dg.MetadataValue.path(str(map_path))
-    context.log.info(
-        f"{store.name}: {report.status}, {f['topics']} topics, noise {f['noise_ratio']}, silhouette {f['silhouette']}"
+    picture = corpus_topic_map(store, report.map)
+    context.log.info(report.summary(store.name))
+    return materialize_result(
+        report,
+        tables={"trial_history": TRIAL_TABLE, "topics_table": Table(limit=40)},
+        extra=_picture_metadata(picture, store.name),
     )
-    return dg.MaterializeResult(metadata=metadata)
 
 
 class WeightedLinksConfig(dg.Config):
@@ -273,13 +219,7 @@ def weighted_links(
     )
     with store.write_lock():
         report = build_links(store, embedder, link_config, run_id=context.run_id, log=context.log.info)
-    f = report.figures
-    return dg.MaterializeResult(
-        metadata={
-            **{k: v for k, v in f.items() if v is not None},
-            "topics_with_top_concepts": md_table(report.topic_table, limit=60),
-        }
-    )
+    return materialize_result(report, tables={"topics_with_top_concepts": Table(limit=60)})
 
 
 class DomainsAssetConfig(dg.Config):
@@ -340,7 +280,6 @@ def domains(
     embeddings: EmbeddingsResource,
     llm: LLMResource,
 ) -> dg.MaterializeResult:
-    started = time.perf_counter()
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
     describer = _describer(config.describe_with_llm, llm, storage)
@@ -348,18 +287,4 @@ def domains(
         report = build_domains(
             store, embedder, config.domains_config(), describer, run_id=context.run_id, log=context.log.info
         )
-    f = dict(report.figures)
-    table = f.pop("domain_table")
-    return dg.MaterializeResult(
-        metadata={
-            "status": report.status,
-            **{k: v for k, v in f.items() if v is not None and not isinstance(v, (list, dict))},
-            "domain_sizes": dg.MetadataValue.json(f["domain_sizes"]),
-            "best_params": dg.MetadataValue.json(f["params"] or {}),
-            "domains_table": md_table(table, limit=60),
-            "trial_history": _trial_table(report.trials),
-            "describer": describer.identity(),
-            "seconds": round(time.perf_counter() - started, 3),
-            "build_seconds": f["seconds"],
-        }
-    )
+    return materialize_result(report, tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE})

@@ -19,7 +19,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, insert, select
@@ -27,6 +26,7 @@ from sqlalchemy import delete, insert, select
 from memory_core.extraction.mapper import STAGE as RESIDUAL_STAGE
 from memory_core.extraction.mapper import MappedSegment, map_extraction
 from memory_core.extraction.reflective import purge_expired_reactions
+from memory_core.extraction.report import ExtractionReport
 from memory_core.extraction.teacher import (
     MessageView,
     SegmentInput,
@@ -52,48 +52,6 @@ from memory_core.store.schema import (
 STAGE = "mentions"  # stage_progress key
 CALL_STAGE = "extraction"  # llm_calls.stage
 SEGMENTS_STAGE = "segments"
-
-
-@dataclass
-class ExtractionReport:
-    teacher: dict = field(default_factory=dict)
-    extractor: str = ""
-    conversations_total: int = 0
-    conversations_processed: int = 0
-    conversations_skipped: int = 0
-    conversations_pending: int = 0
-    segments_extracted: int = 0
-    segments_reused: int = 0
-    segments_failed: int = 0
-    segments_pending: int = 0
-    responses: int = 0
-    responses_valid: int = 0
-    mentions_written: int = 0
-    reactions_written: int = 0
-    reactions_expired: int = 0
-    calls: int = 0
-    cache_hits: int = 0
-    attempts: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    stats: Counter = field(default_factory=Counter)
-    residual_reasons: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    @property
-    def schema_validity(self) -> float:
-        return round(self.responses_valid / self.responses, 4) if self.responses else 1.0
-
-    @property
-    def span_verified_rate(self) -> float:
-        proposed = self.stats["spans_proposed"]
-        return round(self.stats["spans_verified"] / proposed, 4) if proposed else 1.0
-
-    @property
-    def reaction_schema_validity(self) -> float:
-        proposed = self.stats["reactions_proposed_raw"]
-        return round(self.stats["reactions_schema_valid"] / proposed, 4) if proposed else 1.0
 
 
 def _reaction_item_validity(raw: str) -> tuple[int, int]:
@@ -202,7 +160,9 @@ def extract_corpus(
     log: Callable[[str], None] | None = None,
 ) -> ExtractionReport:
     started = time.perf_counter()
-    report = ExtractionReport(teacher=teacher.describe(), extractor=teacher.extractor)
+    report = ExtractionReport(
+        teacher=teacher.describe(), extractor=teacher.extractor, retention_days=retention_days
+    )
     with store.staging.connect() as stg:
         cut = {
             r.conversation_id: r.conversation_sha256

@@ -53,6 +53,7 @@ from memory_core.topics.clustering import ObjectiveWeights
 from memory_core.topics.describe import Describer, Description
 from memory_core.topics.labels import term_labels
 from memory_core.topics.prompts import DOMAIN_PROMPT, GroupInput
+from memory_core.topics.reports import DomainsReport
 from memory_core.topics.stage import embed_texts, topic_embedding_key
 from memory_core.topics.tuner import SearchSpace, TunerConfig, TuningResult, tune
 
@@ -90,13 +91,6 @@ class DomainsConfig:
         out = asdict(self)
         out.pop("force")
         return out
-
-
-@dataclass
-class DomainsReport:
-    status: str  # built | unchanged | empty
-    figures: dict
-    trials: list[dict]
 
 
 # ------------------------------------------------------------------------------------------------ pure logic
@@ -260,7 +254,13 @@ def build_domains(
     build = None if config.force else find_reusable(store, STAGE, input_sha, config_sha, domains, "domains")
     if build:
         say(f"{store.name}: topics and links unchanged since build {build['build_id']}: reused")
-        return DomainsReport("unchanged", build["figures"], build["trials"])
+        return DomainsReport(
+            "unchanged",
+            build["figures"],
+            build["trials"],
+            describer=describer.identity(),
+            seconds=time.perf_counter() - started,
+        )
 
     keys = [topic_embedding_key(t.label, t.profile) for t in topic_rows]
     t0 = time.perf_counter()
@@ -405,7 +405,13 @@ def build_domains(
     say(
         f"{store.name}: {n_domains} domains, {len(anchor_rows)} anchor entities over {len(topic_rows)} topics"
     )
-    return DomainsReport("built" if topic_rows else "empty", figures, tuning.trials if tuning else [])
+    return DomainsReport(
+        "built" if topic_rows else "empty",
+        figures,
+        tuning.trials if tuning else [],
+        describer=describer.identity(),
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _figures(

@@ -36,6 +36,7 @@ from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.store.db import CorpusStore, bulk_insert
 from memory_core.store.schema import canonical_concepts, topic_concept_links, topics
 from memory_core.topics.builds import latest_build, record_build
+from memory_core.topics.reports import LinksReport
 
 Normalisation = Literal["global", "per_topic"]
 _BLOCK = 512  # topics per matrix product
@@ -119,12 +120,6 @@ def weighted_links(centroids: np.ndarray, concepts: np.ndarray, config: LinkConf
 STAGE = "weighted_links"
 
 
-@dataclass
-class LinksReport:
-    figures: dict
-    topic_table: list[dict]
-
-
 def load_concepts(conn: Connection) -> list[dict]:
     """Live concepts (active, weak) in id order, with the exact text their embedding is cached under."""
     cc = canonical_concepts
@@ -190,9 +185,30 @@ def build_links(
             strict=True,
         )
     ]
+    figures = _figures(topic_rows, concepts, rows, matrix, config)
+    figures.update(
+        embedding_model=embedder.model_name,
+        embed_seconds=round(embed_seconds, 3),
+        link_seconds=round(link_seconds, 4),
+    )
+    with store.staging.begin() as conn:
+        conn.execute(delete(topic_concept_links))
+        bulk_insert(conn, topic_concept_links, rows)
+        figures["seconds"] = round(time.perf_counter() - started, 3)
+        input_sha = sha256_json([[t.topic_id for t in topic_rows], [c["concept_id"] for c in concepts]])
+        config_dict = {**asdict(config), "embedding_model": embedder.model_name}
+        record_build(conn, STAGE, input_sha, sha256_json(config_dict), config_dict, figures, [], run_id)
+    if log:
+        log(f"{store.name}: {len(rows)} links between {len(topic_rows)} topics and {len(concepts)} concepts")
+    return LinksReport(figures=figures, topic_table=_topic_table(topic_rows, concepts, rows))
+
+
+def _figures(
+    topic_rows, concepts: list[dict], rows: list[dict], matrix: LinkMatrix, config: LinkConfig
+) -> dict:
     per_topic = np.bincount(matrix.topic_index, minlength=len(topic_rows)) if len(topic_rows) else np.zeros(0)
     weights = matrix.weight
-    figures = {
+    return {
         "topics": len(topic_rows),
         "concepts": len(concepts),
         "links": len(rows),
@@ -207,15 +223,16 @@ def build_links(
         "top_k": config.top_k,
         "min_weight": config.min_weight,
         "normalisation": config.normalisation,
-        "embedding_model": embedder.model_name,
-        "embed_seconds": round(embed_seconds, 3),
-        "link_seconds": round(link_seconds, 4),
     }
+
+
+def _topic_table(topic_rows, concepts: list[dict], rows: list[dict]) -> list[dict]:
+    """Per topic, largest first, its five strongest concepts with their weights."""
     by_topic: dict[str, list[dict]] = {}
     for r in rows:
         by_topic.setdefault(r["topic_id"], []).append(r)
     titles = {c["concept_id"]: c["title"] for c in concepts}
-    table = [
+    return [
         {
             "topic": t.label,
             "size": t.size,
@@ -227,13 +244,3 @@ def build_links(
         }
         for t in sorted(topic_rows, key=lambda t: (-t.size, t.topic_id))
     ]
-    with store.staging.begin() as conn:
-        conn.execute(delete(topic_concept_links))
-        bulk_insert(conn, topic_concept_links, rows)
-        figures["seconds"] = round(time.perf_counter() - started, 3)
-        input_sha = sha256_json([[t.topic_id for t in topic_rows], [c["concept_id"] for c in concepts]])
-        config_dict = {**asdict(config), "embedding_model": embedder.model_name}
-        record_build(conn, STAGE, input_sha, sha256_json(config_dict), config_dict, figures, [], run_id)
-    if log:
-        log(f"{store.name}: {len(rows)} links between {len(topic_rows)} topics and {len(concepts)} concepts")
-    return LinksReport(figures=figures, topic_table=table)

@@ -43,6 +43,8 @@ from memory_core.topics.clustering import Clustering, exact_knn, umap_embed
 from memory_core.topics.describe import Describer, Description
 from memory_core.topics.labels import name_stop_words, term_labels
 from memory_core.topics.prompts import TOPIC_PROMPT, GroupInput
+from memory_core.topics.reports import TopicsReport
+from memory_core.topics.topic_map import TopicMap
 from memory_core.topics.tuner import TunerConfig, TuningResult, tune
 
 STAGE = "topics"
@@ -72,25 +74,6 @@ class TopicsConfig:
         out.pop("force")
         out.pop("embed_batch")
         return out
-
-
-@dataclass
-class TopicMap:
-    """2-D coordinates of every segment for the topic map picture."""
-
-    coords: np.ndarray  # (n, 2)
-    labels: np.ndarray  # cluster per segment, -1 noise
-    names: list[str]  # label per cluster
-    method: str
-
-
-@dataclass
-class TopicsReport:
-    status: str  # built | unchanged | empty
-    figures: dict
-    trials: list[dict]
-    map: TopicMap | None = None
-    reactions_linked: int = 0
 
 
 @dataclass
@@ -149,7 +132,14 @@ def build_topics(
     if build:
         say(f"{store.name}: segments and configuration unchanged since build {build['build_id']}: reused")
         linked = link_reactions(store)
-        return TopicsReport("unchanged", build["figures"], build["trials"], reactions_linked=linked)
+        return TopicsReport(
+            "unchanged",
+            build["figures"],
+            build["trials"],
+            reactions_linked=linked,
+            describer=describer.identity(),
+            seconds=time.perf_counter() - started,
+        )
 
     t0 = time.perf_counter()
     vectors = embed_texts(embedder, [s.text for s in segs], config.embed_batch)
@@ -230,7 +220,15 @@ def build_topics(
         f"{store.name}: {len(topic_rows)} topics, noise {figures['noise_ratio']}, "
         f"silhouette {figures['silhouette']} ({tuning.path}/{tuning.reduction})"
     )
-    return TopicsReport(status, figures, tuning.trials, map=topic_map, reactions_linked=linked)
+    return TopicsReport(
+        status,
+        figures,
+        tuning.trials,
+        map=topic_map,
+        reactions_linked=linked,
+        describer=describer.identity(),
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _topic_groups(

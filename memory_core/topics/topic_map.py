@@ -5,13 +5,34 @@ from __future__ import annotations
 
 import io
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from memory_core.topics.stage import TopicMap
+from memory_core.store.db import CorpusStore
 
 MAX_LABELLED = 15
+TOPIC_MAP_FILE = ("reports", "topic_map.png")
+
+
+@dataclass
+class TopicMap:
+    """2-D coordinates of every segment for the topic map picture."""
+
+    coords: np.ndarray  # (n, 2)
+    labels: np.ndarray  # cluster per segment, -1 noise
+    names: list[str]  # label per cluster
+    method: str
+
+
+def corpus_topic_map(store: CorpusStore, topic_map: TopicMap | None) -> tuple[bytes, Path] | None:
+    """The corpus's topic map picture (PNG) and its file: drawn for a new build, the stored picture of the
+    reused build when `topic_map` is None; None when there is no picture."""
+    path = store.path(*TOPIC_MAP_FILE)
+    if topic_map is not None:
+        return render_topic_map(topic_map, store.name, path), path
+    return (path.read_bytes(), path) if path.exists() else None
 
 
 def render_topic_map(topic_map: TopicMap, title: str, path: Path | None = None, dpi: int = 90) -> bytes:

@@ -266,15 +266,6 @@ def build_family_index(
     )
 
 
-def build_corpus_indexes(
-    store: CorpusStore,
-    embedder: Embedder,
-    policy: IndexPolicy | None = None,
-    families: tuple[str, ...] = FAMILIES,
-) -> list[FamilyReport]:
-    return [build_family_index(store, family, embedder, policy) for family in families]
-
-
 def build_message_index_from_segments(
     store: CorpusStore,
     embedder: Embedder,

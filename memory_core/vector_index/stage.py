@@ -1,0 +1,97 @@
+"""The `indexes` stage: every vector index family of a corpus and its lexical (BM25) indexes, and the stage
+report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from memory_core.embeddings.base import Embedder
+from memory_core.lexical import build_corpus_lexicon, lexicon_dir
+from memory_core.reports import Figures
+from memory_core.store.db import CorpusStore
+from memory_core.vector_index.faiss_index import IndexPolicy
+from memory_core.vector_index.families import (
+    FAMILIES,
+    FamilyReport,
+    build_family_index,
+    build_message_index_from_segments,
+)
+
+# how the messages family gets its vectors (see build_message_index_from_segments)
+MessageVectors = Literal["mixed", "segments", "text"]
+
+
+@dataclass
+class IndexesReport:
+    embedding_model: str
+    approximate_threshold: int
+    families: list[FamilyReport]
+    lexical_messages: int
+    lexical_conversations: int
+    lexical_concepts: int
+    lexical_vocabulary: int
+    lexical_seconds: float
+
+    def as_metadata(self) -> Figures:
+        reports = self.families
+        return {
+            "embedding_model": self.embedding_model,
+            "lexical_messages": self.lexical_messages,
+            "lexical_conversations": self.lexical_conversations,
+            "lexical_concepts": self.lexical_concepts,
+            "lexical_vocabulary": self.lexical_vocabulary,
+            "lexical_seconds": round(self.lexical_seconds, 3),
+            "approximate_threshold": self.approximate_threshold,
+            **{f"{r.family}_size": r.size for r in reports},
+            **{f"{r.family}_kind": r.kind for r in reports},
+            "families": [{"family": r.family, **r.as_metadata()} for r in reports],
+            "embedded": sum(r.embedded for r in reports),
+            "reused": sum(r.reused for r in reports),
+            "embed_seconds": round(sum(r.embed_seconds for r in reports), 3),
+            "build_seconds": round(sum(r.build_seconds for r in reports), 3),
+            "seconds": round(sum(r.seconds for r in reports), 3),
+        }
+
+
+def build_indexes(
+    store: CorpusStore,
+    embedder: Embedder,
+    policy: IndexPolicy | None = None,
+    families: Sequence[str] = FAMILIES,
+    message_vectors: MessageVectors = "mixed",
+    batch_size: int = 256,
+    log: Callable[[str], None] | None = None,
+) -> IndexesReport:
+    """Build `families` in order (messages derived from the segments index unless `message_vectors` is
+    `text` or segments are not built in this run), then the lexical indexes."""
+    policy = policy or IndexPolicy()
+    reports = []
+    for family in families:
+        if family == "messages" and message_vectors != "text" and "segments" in families:
+            report = build_message_index_from_segments(
+                store, embedder, policy, own_text_when_shared=message_vectors == "mixed"
+            )
+        else:
+            report = build_family_index(store, family, embedder, policy, batch_size=batch_size)
+        if log:
+            log(
+                f"{store.name}/{family}: {report.kind} index of {report.size} "
+                f"({report.embedded} embedded, {report.reused} reused)"
+            )
+        reports.append(report)
+    started = time.perf_counter()
+    lexicon = build_corpus_lexicon(store)
+    lexicon.save(lexicon_dir(store))
+    return IndexesReport(
+        embedding_model=embedder.model_name,
+        approximate_threshold=policy.approximate_threshold,
+        families=reports,
+        lexical_messages=lexicon.messages.n_docs,
+        lexical_conversations=lexicon.conversations.n_docs,
+        lexical_concepts=lexicon.concepts.n_docs,
+        lexical_vocabulary=len(lexicon.messages.vocab),
+        lexical_seconds=time.perf_counter() - started,
+    )
