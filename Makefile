@@ -7,30 +7,43 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test smoke ui clean
+.PHONY: install install-test demo test lint smoke ui clean
 
+# the product alone (what `make demo` and `make ui` need)
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# the CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# plus the test extra (pytest, import-linter, and the eval extra the harness tests need)
+$(BIN)/.installed-test: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
 install: $(BIN)/.installed
+install-test: $(BIN)/.installed-test
 
 demo: install
 	$(BIN)/memory-os demo
 
-test: install
+test: install-test
 	$(BIN)/python -m pytest
 
+# the import contracts of pyproject.toml [tool.importlinter]: layers, no Dagster in the domain, independent stages
+lint: install-test
+	@$(BIN)/lint-imports --no-cache || { echo >&2; \
+		echo "lint: import contracts BROKEN (the 'Broken contracts' above; pyproject.toml [tool.importlinter])" >&2; \
+		exit 1; }
+
 # retrieval eval on 2 LongMemEval + 1 LoCoMo dev records (when ../shared/data exists): the output contract
-smoke: install
+smoke: install-test
 	$(BIN)/python -m evals.ci_smoke --methods memory,bm25,dense
 
 ui: install
 	$(BIN)/memory-os ui
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .import_linter_cache

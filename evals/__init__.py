@@ -1,6 +1,7 @@
-"""Evaluation harness (LongMemEval / LoCoMo retrieval and QA, flat baselines) and benchmarks (not part of the
-test suite).
+"""Evaluation: the LongMemEval / LoCoMo harness (retrieval and QA, flat baselines, ablations), the extraction
+gold sets and their scoring, and the speed benchmarks (`evals.benchmarks`). None of it is part of the product
+or the test suite; the product never imports it.
 
-The harness is domain logic (no Dagster): the pipeline-built corpora of the `memory` method come in through a
-builder the CLI injects (`memory_cli/eval_build.py`).
+The harness itself imports no Dagster: the pipeline-built corpora of the `memory` method come from a builder
+(`evals.pipeline`, over the project's in-process runner `memory_assets.runner`) that the caller injects.
 """

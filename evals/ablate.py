@@ -15,7 +15,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from evals.benchmarks import load_benchmark
+from evals.datasets import load_benchmark
 from evals.metrics import score_question
 from evals.retrievers.memory import benchmark_ids, evidence_message_ids
 from memory_core.store.db import MemoryHome

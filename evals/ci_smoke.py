@@ -12,24 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from evals.benchmarks import load_benchmark
 from evals.contract import ContractError, disagreements, validate_output
+from evals.datasets import REPO, load_benchmark, shared_data_dir
+from memory_core.settings import child_environment
 
-REPO = Path(__file__).resolve().parents[1]
 CASES = (
     ("longmemeval", "longmemeval/longmemeval_s_dev.json", 2),
     ("locomo", "locomo/locomo_dev.json", 1),
 )
-
-
-def _shared_dir(arg: str | None) -> Path:
-    return Path(arg or os.environ.get("MEMORY_OS_SHARED_DATA") or REPO.parent / "shared" / "data")
 
 
 def run_case(benchmark: str, data: Path, limit: int, methods: list[str], out: Path, env: dict) -> list[str]:
@@ -80,21 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output folder (default: a new temporary folder)")
     parser.add_argument("--methods", default="bm25,dense")
     args = parser.parse_args(argv)
-    shared = _shared_dir(args.shared)
+    shared = shared_data_dir(args.shared)
     if not shared.is_dir():
         print(f"eval smoke skipped: {shared} does not exist")
         return 0
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="memory-os-eval-smoke-"))
     home = out / "home"
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "MEMORY_OS_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "PYTHONPATH": str(REPO),
-    }
+    env = child_environment(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        MEMORY_OS_HOME=str(home),
+        DAGSTER_HOME=str(home / "dagster"),
+        PYTHONPATH=str(REPO),
+    )
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     problems = []
     for benchmark, relative, limit in CASES:

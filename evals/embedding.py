@@ -17,7 +17,7 @@ from memory_core.embeddings import (
     HashingEmbedder,
     SentenceTransformerEmbedder,
 )
-from memory_core.embeddings.base import Embedder
+from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.store.db import MemoryHome
 
 EMBEDDERS = ("minilm", "hashing")
@@ -55,6 +55,9 @@ class MemoEmbedder(Embedder):
     @property
     def dim(self) -> int:  # type: ignore[override]
         return self.inner.dim
+
+    def spec(self) -> EmbedderSpec:
+        return self.inner.spec()
 
     def for_haystack(self, haystack_id: str) -> MemoEmbedder:
         if haystack_id != self._scope:

@@ -1,8 +1,8 @@
 """Score a teacher on the project's extraction gold sets (precision/recall of spans and of typed spans, per
 type and style, reactions).
 
-    PYTHONPATH=. python evals/extraction_gold.py                       # offline teacher, both gold sets
-    PYTHONPATH=. python evals/extraction_gold.py --teacher openai \\
+    python -m evals.extraction_gold                                     # offline teacher, both gold sets
+    python -m evals.extraction_gold --teacher openai \\
         --model gpt-4o-mini [--base-url URL] [--azure-api-version V]   # key from $OPENAI_API_KEY
     ... --json report.json --show-errors
 
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
+from evals.extraction_scoring import score_teacher
+from evals.gold import GOLD_DIR, load_extraction_gold
 from memory_core.extraction.offline_teacher import OfflineTeacher
-from memory_core.extraction.scoring import score_teacher
 from memory_core.extraction.teacher import LLMTeacher, Teacher
-from memory_core.gold import GOLD_DIR, load_extraction_gold
+from memory_core.llm.base import LLMConfigurationError
 
 GOLD_SETS = ("extraction_gold.json", "extraction_gold_holdout.json")
 
@@ -30,21 +30,21 @@ GOLD_SETS = ("extraction_gold.json", "extraction_gold_holdout.json")
 def build_teacher(args) -> Teacher:
     if args.teacher == "offline":
         return OfflineTeacher()
-    from memory_core.llm.cache import CachedLLMClient, ResponseCache
-    from memory_core.llm.openai_client import OpenAICompatibleClient
+    from memory_core.llm.factory import LLMSettings, build_llm_client
     from memory_core.store.db import MemoryHome
 
-    key = os.environ.get("OPENAI_API_KEY")
-    if not key:
-        sys.exit("--teacher openai needs OPENAI_API_KEY in the environment")
-    client = OpenAICompatibleClient(
-        api_key=key,
+    settings = LLMSettings(
+        teacher="openai",
         model=args.model,
-        base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
+        base_url=args.base_url,
         azure_api_version=args.azure_api_version,
-        reasoning_effort=args.reasoning_effort or None,
+        reasoning_effort=args.reasoning_effort,
     )
-    return LLMTeacher(CachedLLMClient(client, ResponseCache.in_dir(MemoryHome.resolve().cache_dir)))
+    try:
+        client = build_llm_client(settings, MemoryHome.resolve().cache_dir)
+    except LLMConfigurationError as exc:
+        sys.exit(f"--teacher openai: {exc}")
+    return LLMTeacher(client)
 
 
 def main() -> None:
@@ -52,7 +52,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--teacher", choices=["offline", "openai"], default="offline")
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    parser.add_argument("--model", help="default: $OPENAI_MODEL, else gpt-4o-mini")
     parser.add_argument("--base-url")
     parser.add_argument("--azure-api-version")
     parser.add_argument("--reasoning-effort", default="low")

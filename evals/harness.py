@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.benchmarks import Haystack
+from evals.datasets import Haystack
 from evals.metrics import score_question
 from evals.report import write_report
 from evals.retrievers.base import TOP_K, Retriever, StageTimer

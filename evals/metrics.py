@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from evals.benchmarks import Haystack, Question
+from evals.datasets import Haystack, Question
 
 KS = (1, 5, 10)
 METRICS = ("recall_any", "recall_all", "recall_frac", "ndcg")

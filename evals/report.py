@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from evals.benchmarks import Haystack
+from evals.datasets import Haystack
 from evals.metrics import KS, percentile, summarise
 
 if TYPE_CHECKING:

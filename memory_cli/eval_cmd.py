@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import click
 
+from memory_core import settings
 from memory_core.errors import InputError
 
 BENCHMARK_CHOICE = click.Choice(["longmemeval", "locomo"])
 EMBEDDER_CHOICE = click.Choice(["minilm", "hashing"])
+
+
+def _require_eval_extra() -> None:
+    """The harness's BM25 baseline and LoCoMo's scorer need the `eval` extra (not the product)."""
+    import importlib.util
+
+    missing = [name for name in ("bm25s", "nltk") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(
+            f"`memory-os eval` needs the eval extra ({', '.join(missing)} missing): pip install 'memory-os[eval]'"
+        )
 
 
 def _question_ids(text: str | None) -> list[str] | None:
@@ -16,7 +28,8 @@ def _question_ids(text: str | None) -> list[str] | None:
 
 
 def _load(benchmark: str, data: str, limit: int | None, question_ids: str | None):
-    from evals.benchmarks import load_benchmark, select
+    _require_eval_extra()
+    from evals.datasets import load_benchmark, select
 
     haystacks = select(load_benchmark(benchmark, data), limit, _question_ids(question_ids))
     if not haystacks:
@@ -56,7 +69,7 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embed
     home = ctx.obj["home"]
 
     def builder():
-        from memory_cli.eval_build import pipeline_corpus_builder
+        from evals.pipeline import pipeline_corpus_builder
 
         return pipeline_corpus_builder(home, benchmark, str(data))
 
@@ -133,15 +146,15 @@ def eval_retrieval(
 )
 @click.option(
     "--model",
-    envvar="MEMORY_OS_EVAL_READER_MODEL",
-    default="gpt-4o-mini",
+    envvar=settings.MEMORY_OS_EVAL_READER_MODEL.name,
+    default=settings.MEMORY_OS_EVAL_READER_MODEL.default,
     show_default=True,
     help="reader model",
 )
 @click.option(
     "--judge-model",
-    envvar="MEMORY_OS_EVAL_JUDGE_MODEL",
-    default="gpt-4o",
+    envvar=settings.MEMORY_OS_EVAL_JUDGE_MODEL.name,
+    default=settings.MEMORY_OS_EVAL_JUDGE_MODEL.default,
     show_default=True,
     help="LongMemEval judge model",
 )

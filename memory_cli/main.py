@@ -12,6 +12,7 @@ import warnings
 import click
 
 from memory_cli.eval_cmd import eval_group
+from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 
@@ -34,13 +35,13 @@ class _Cli(click.Group):
 @click.group(cls=_Cli)
 @click.option(
     "--home",
-    envvar="MEMORY_OS_HOME",
+    envvar=settings.MEMORY_OS_HOME.name,
     type=click.Path(file_okay=False),
     help="memory home (default ~/.memory_os)",
 )
 @click.option(
     "--database-url",
-    envvar="MEMORY_OS_DATABASE_URL",
+    envvar=settings.MEMORY_OS_DATABASE_URL.name,
     help="SQLAlchemy URL template with {corpus} and {store}",
 )
 @click.pass_context
@@ -76,18 +77,10 @@ def corpus() -> None:
 @click.pass_context
 def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) -> None:
     """Register PATH as corpus NAME and add its partition."""
-    from memory_cli.instance import get_instance
-    from memory_core.corpora import plan_corpora, register
+    from memory_core.corpora import plan_corpora
 
-    home = _home(ctx)
-    sources = plan_corpora(name, path, source_format, question_id or sample_id, split)
-    register(home, sources)
-    instance = get_instance(home)
-    from memory_assets.partitions import corpus_partitions
-
-    existing = set(instance.get_dynamic_partitions(corpus_partitions.name))
-    instance.add_dynamic_partitions(
-        corpus_partitions.name, [s.name for s in sources if s.name not in existing]
+    sources = _runner(_home(ctx)).register(
+        plan_corpora(name, path, source_format, question_id or sample_id, split)
     )
     for s in sources:
         suffix = f" (record {s.record_id})" if s.record_id else ""
@@ -116,14 +109,9 @@ def corpus_remove(ctx, name, delete_data) -> None:
     """Unregister a corpus (and drop its partition)."""
     import shutil
 
-    from memory_assets.partitions import corpus_partitions
-    from memory_cli.instance import get_instance
-
     home = _home(ctx)
     home.unregister(name)
-    instance = get_instance(home)
-    if instance.has_dynamic_partition(corpus_partitions.name, name):
-        instance.delete_dynamic_partition(corpus_partitions.name, name)
+    _runner(home).remove_partition(name)
     if delete_data:
         store = home.corpus(name)
         with store.write_lock():
@@ -146,6 +134,14 @@ def materialize(ctx, name, selection, quiet) -> None:
     sys.exit(0 if result else 1)
 
 
+def _runner(home: MemoryHome):
+    """The in-process runner on the instance in DAGSTER_HOME (Dagster is imported here, not at start)."""
+    from memory_assets.instance import memory_instance
+    from memory_assets.runner import CorpusRunner
+
+    return CorpusRunner(home, memory_instance(home))
+
+
 def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False) -> bool:
     return _run_assets(home, name, selection, quiet).success
 
@@ -154,29 +150,16 @@ def _run_assets(
     home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False, ops: dict | None = None
 ):
     """Materialise `selection` of corpus `name` in this process; `ops` is per-asset run config."""
-    import time
-
-    from memory_assets.definitions import defs
-    from memory_assets.partitions import corpus_partitions
-    from memory_cli.instance import cli_run_config, get_instance, materialize_corpus
-    from memory_core.corpora import registered_source
-
-    registered_source(home, name)  # clear error when not registered
-    instance = get_instance(home)
-    if not instance.has_dynamic_partition(corpus_partitions.name, name):
-        instance.add_dynamic_partitions(corpus_partitions.name, [name])
-    run_config = cli_run_config(home, ops)
-    started = time.perf_counter()
+    runner = _runner(home)
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
-    result = materialize_corpus(defs, instance, name, selection, run_config=run_config, progress=not quiet)
-    took = time.perf_counter() - started
-    if result.success:
-        click.echo(f"done in {took:.1f}s (run {result.run_id})", err=True)
+    run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr)
+    if run.success:
+        click.echo(f"done in {run.seconds:.1f}s (run {run.run_id})", err=True)
     else:
         click.echo(
-            f"failed after {took:.1f}s (run {result.run_id}); see `dagster` run logs or the UI", err=True
+            f"failed after {run.seconds:.1f}s (run {run.run_id}); see `dagster` run logs or the UI", err=True
         )
-    return result
+    return run
 
 
 @cli.command()
@@ -428,18 +411,16 @@ def query(ctx, name, question, k, as_of, psychological_access, as_json) -> None:
 @click.option("--port", default=8765, show_default=True)
 @click.option(
     "--token-env",
-    default="MEMORY_OS_MCP_TOKEN",
+    default=settings.MEMORY_OS_MCP_TOKEN.name,
     show_default=True,
     help="http: env var holding a bearer token to require",
 )
 @click.pass_context
 def serve_mcp(ctx, corpora, transport, host, port, token_env) -> None:
     """Serve query_memory and the agent tools over MCP (stdio or streamable HTTP)."""
-    import os
-
     from memory_query.mcp_server import MemoryServer, serve
 
-    token = os.environ.get(token_env) or None
+    token = settings.env_value(token_env)
     if transport == "http" and host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise click.UsageError(f"binding {host} beyond loopback needs a bearer token: set {token_env}")
     serve(
@@ -455,16 +436,15 @@ def serve_mcp(ctx, corpora, transport, host, port, token_env) -> None:
 @click.option("--port", default=3000, show_default=True)
 @click.pass_context
 def ui(ctx, port) -> None:
-    """Serve the Dagster UI for this project (`dagster dev -w workspace.yaml`)."""
+    """Serve the Dagster UI for this project (`dagster dev` on the packaged workspace, this Python's Dagster)."""
     import subprocess
 
-    from memory_cli.instance import _PROJECT_ROOT, ensure_dagster_home
+    from memory_assets.instance import ensure_dagster_home, workspace_file
 
     ensure_dagster_home(_home(ctx))
-    workspace = _PROJECT_ROOT / "workspace.yaml"
-    sys.exit(
-        subprocess.call(["dagster", "dev", "-w", str(workspace), "-p", str(port)], cwd=str(_PROJECT_ROOT))
-    )
+    with workspace_file() as workspace:
+        command = [sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-p", str(port)]
+        sys.exit(subprocess.call(command))
 
 
 @cli.command()
@@ -472,12 +452,12 @@ def ui(ctx, port) -> None:
 @click.pass_context
 def demo(ctx, name) -> None:
     """Register the shipped demo export and build it through every stage."""
-    from memory_core.corpora import plan_corpora, register
+    from memory_core.corpora import plan_corpora
     from memory_core.demo import demo_export_path
 
     home = _home(ctx)
     path = demo_export_path()
-    register(home, plan_corpora(name, path, "chatgpt"))
+    _runner(home).register(plan_corpora(name, path, "chatgpt"))
     click.echo(f"demo corpus {name!r} from {path}", err=True)
     if not _materialize(home, name, None):
         sys.exit(1)

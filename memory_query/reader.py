@@ -339,7 +339,8 @@ class CorpusReader:
 
 
 def embedder_for_index(index: FaissIndex) -> Embedder:
-    """The embedder that produced an index (recorded in its metadata), so queries land in the same space."""
-    from memory_core.embeddings.factory import embedder_from_spec
+    """The embedder that produced an index, rebuilt from the spec saved in its metadata by the factory the
+    pipeline used, so queries land in the same space."""
+    from memory_core.embeddings import build_embedder, index_embedder_spec
 
-    return embedder_from_spec(index.meta.get("model", ""), index.dim)
+    return build_embedder(index_embedder_spec(index.meta, index.dim))

@@ -1,4 +1,5 @@
-"""The LLM resource: which teacher extraction uses, and the strict client other stages may use.
+"""The LLM resource: the configuration of the strict LLM client (built by `memory_core.llm.factory`, the
+same factory the command line and eval scripts use), and the teacher extraction uses.
 
 `teacher="auto"` (default): the OpenAI-compatible client when an API key exists — the configured `api_key`
 (use `dg.EnvVar`) or, resolved when a run starts, the `OPENAI_API_KEY` environment variable, with
@@ -9,25 +10,23 @@ see a `Teacher` and take the same code path after this boundary. The key never r
 
 from __future__ import annotations
 
-import os
+from dataclasses import fields
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.teacher import LLMTeacher, Teacher
-from memory_core.llm.base import LLMClient, LLMConfigurationError
-from memory_core.llm.cache import CachedLLMClient, ResponseCache
-from memory_core.llm.openai_client import OpenAICompatibleClient
-from memory_core.llm.prices import PriceTable
+from memory_core.llm.base import LLMClient
+from memory_core.llm.factory import LLMSettings, build_llm_client
 from memory_core.store.db import MemoryHome
 
-DEFAULT_MODEL = "gpt-4o-mini"
+_DEFAULTS = LLMSettings()
 
 
 class LLMResource(ConfigurableResource):
     teacher: str = Field(
-        default="auto", description="auto (LLM when a key exists, else offline) | offline | openai"
+        default=_DEFAULTS.teacher, description="auto (LLM when a key exists, else offline) | offline | openai"
     )
     api_key: str | None = Field(
         default=None, description="API key (use EnvVar); default: $OPENAI_API_KEY at run start"
@@ -39,38 +38,34 @@ class LLMResource(ConfigurableResource):
         default=None, description="set for Azure OpenAI (then `model` is the deployment)"
     )
     model: str | None = Field(
-        default=None, description=f"model or deployment; default $OPENAI_MODEL or {DEFAULT_MODEL}"
+        default=None, description="model or deployment; default $OPENAI_MODEL, else gpt-4o-mini"
     )
     reasoning_effort: str = Field(
-        default="low", description="low | medium | high; '' to omit (dropped automatically if refused)"
+        default=_DEFAULTS.reasoning_effort,
+        description="low | medium | high; '' to omit (dropped automatically if refused)",
     )
-    timeout_s: float = Field(default=60.0, description="per-request timeout in seconds")
-    max_retries: int = Field(default=4, description="retries on 429 / 5xx / timeouts / connection errors")
+    timeout_s: float = Field(default=_DEFAULTS.timeout_s, description="per-request timeout in seconds")
+    max_retries: int = Field(
+        default=_DEFAULTS.max_retries, description="retries on 429 / 5xx / timeouts / connection errors"
+    )
     backoff_base_s: float = Field(
-        default=1.0, description="first backoff delay; doubles per retry (Retry-After wins)"
+        default=_DEFAULTS.backoff_base_s,
+        description="first backoff delay; doubles per retry (Retry-After wins)",
     )
     prices: dict[str, list[float]] = Field(
         default_factory=dict,
         description="model → [input, output] USD per million tokens (merged over the defaults)",
     )
     use_cache: bool = Field(
-        default=True, description="persistent response cache under <memory home>/cache/llm"
+        default=_DEFAULTS.use_cache, description="persistent response cache under <memory home>/cache/llm"
     )
 
-    def _key(self) -> str | None:
-        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+    def settings(self) -> LLMSettings:
+        return LLMSettings(**{f.name: getattr(self, f.name) for f in fields(LLMSettings)})
 
     def teacher_kind(self) -> str:
         """offline | openai, as this run would use."""
-        if self.teacher not in ("auto", "offline", "openai"):
-            raise LLMConfigurationError(f"unknown teacher {self.teacher!r}: use auto, offline or openai")
-        if self.teacher == "offline":
-            return "offline"
-        if self._key():
-            return "openai"
-        if self.teacher == "openai":
-            raise LLMConfigurationError("teacher=openai but no API key: set api_key or OPENAI_API_KEY")
-        return "offline"
+        return self.settings().kind()
 
     def build_teacher(self, home: MemoryHome) -> Teacher:
         client = self.build_client(home)
@@ -79,17 +74,4 @@ class LLMResource(ConfigurableResource):
     def build_client(self, home: MemoryHome) -> LLMClient | None:
         """The strict, cached LLM client when an LLM is configured (see `teacher_kind`), else None: the
         stages that use an LLM optionally (gardener triage review, Phase 1 chooser) then stay offline."""
-        if self.teacher_kind() == "offline":
-            return None
-        client = OpenAICompatibleClient(
-            api_key=self._key() or "",
-            model=self.model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
-            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            azure_api_version=self.azure_api_version,
-            reasoning_effort=self.reasoning_effort or None,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            backoff_base_s=self.backoff_base_s,
-            prices=PriceTable.from_config(self.prices),
-        )
-        return CachedLLMClient(client, ResponseCache.in_dir(home.cache_dir)) if self.use_cache else client
+        return build_llm_client(self.settings(), home.cache_dir)

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from evals.datasets import shared_data_dir
 from memory_core.store.db import MemoryHome, dispose_engines
 
 # ../shared/data beside the repository; MEMORY_OS_SHARED_DATA points elsewhere (e.g. from a git worktree)
-SHARED_DATA = Path(
-    os.environ.get("MEMORY_OS_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
-)
+SHARED_DATA = shared_data_dir()
 
 
 @pytest.fixture
@@ -66,37 +65,29 @@ def chat_server():
 def stage_resources(home: MemoryHome, **overrides) -> dict:
     """Every stage's default resources bound to `home` (Dagster needs resources for every asset passed to
     `materialize`, selected or not), with per-test overrides."""
-    from memory_assets.definitions import default_resources
-    from memory_resources.storage import MemoryStorage
+    from memory_assets.runner import bound_resources
 
-    return {**default_resources(), "storage": MemoryStorage(home=str(home.root)), **overrides}
+    return bound_resources(home, overrides)
 
 
 @pytest.fixture(scope="session")
 def built_demo(tmp_path_factory):
     """The shipped demo export built through every stage (offline teacher, hashing embeddings) once per
-    test session: (MemoryHome, corpus name). Tests must not write to it."""
+    test session, by the project's runner: (MemoryHome, corpus name). Tests must not write to it."""
     import dagster as dg
 
-    from memory_assets.definitions import defs
-    from memory_assets.partitions import corpus_partitions
-    from memory_core.corpora import plan_corpora, register
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
     from memory_core.demo import demo_export_path
     from memory_resources.embeddings import EmbeddingsResource
 
     root = tmp_path_factory.mktemp("built_demo")
     home = MemoryHome.resolve(root / "home")
-    register(home, plan_corpora("demo", demo_export_path()))
     (root / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
-        instance.add_dynamic_partitions(corpus_partitions.name, ["demo"])
-        result = dg.materialize(
-            [*defs.assets, *defs.asset_checks],
-            instance=instance,
-            partition_key="demo",
-            resources=stage_resources(
-                home, embeddings=EmbeddingsResource(provider="hashing", hashing_dim=256)
-            ),
-        )
-    assert result.success
+        hashing = EmbeddingsResource(provider="hashing", hashing_dim=256)
+        runner = CorpusRunner(home, instance, resources={"embeddings": hashing})
+        runner.register(plan_corpora("demo", demo_export_path()))
+        run = runner.materialize("demo")
+    assert run.success
     return home, "demo"

@@ -10,8 +10,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from memory_core.embeddings import CachedEmbedder, Embedder, EmbeddingCache, HashingEmbedder, OpenAIEmbedder
-from memory_resources.embeddings import EmbeddingsConfigError, EmbeddingsResource
+from memory_core.embeddings import (
+    CachedEmbedder,
+    Embedder,
+    EmbedderConfigError,
+    EmbedderSpec,
+    EmbeddingCache,
+    HashingEmbedder,
+    OpenAIEmbedder,
+)
+from memory_resources.embeddings import EmbeddingsResource
 
 
 class CountingEmbedder(Embedder):
@@ -23,6 +31,9 @@ class CountingEmbedder(Embedder):
     def embed(self, texts):
         self.calls.append(list(texts))
         return self.inner.embed(texts)
+
+    def spec(self):
+        return EmbedderSpec("test", self.model_name, self.dim)
 
 
 def test_cache_computes_only_misses_and_persists(tmp_path):
@@ -186,13 +197,13 @@ def test_resource_builds_providers_and_resolves_the_key_at_run_time(home, monkey
         base_url=embeddings_server,
         api_key_env="MEMORY_TEST_EMBED_KEY",
     )
-    with pytest.raises(EmbeddingsConfigError, match="MEMORY_TEST_EMBED_KEY") as err:
+    with pytest.raises(EmbedderConfigError, match="MEMORY_TEST_EMBED_KEY") as err:
         resource.embedder()
     assert "sk-" not in str(err.value)
     monkeypatch.setenv("MEMORY_TEST_EMBED_KEY", "sk-from-env")
     vectors = resource.cached_embedder(home).embed(["Max: Dana's dog"])
     assert vectors.shape == (1, 32) and EmbeddingsAPI.requests[-1]["auth"] == "Bearer sk-from-env"
-    with pytest.raises(EmbeddingsConfigError, match="needs `model`"):
+    with pytest.raises(EmbedderConfigError, match="needs `model`"):
         EmbeddingsResource(provider="openai", api_key="k").embedder()
 
 
@@ -210,3 +221,80 @@ def test_local_minilm_embeds_meaningfully(home):
     assert v[0] @ v[1] > v[0] @ v[2] + 0.1
     np.testing.assert_array_equal(embedder.embed(texts[:1])[0], v[0])  # second time from the cache
     assert embedder.stats.hits == 1
+
+
+# ------------------------------------------------------------------------------------------------ specs
+def test_an_index_saves_its_embedder_spec_and_the_read_side_rebuilds_that_embedder(built_demo):
+    """The demo was built with `hashing_dim=256`, not the default local model: the query embedder comes
+    from the spec the index saved, so a query lands in the index's own space."""
+    from memory_core.vector_index import open_family_index
+    from memory_query.reader import embedder_for_index
+
+    home, name = built_demo
+    store = home.corpus(name)
+    for family in ("segments", "messages", "concepts"):
+        index = open_family_index(store, family)
+        assert index.meta["embedder"] == {
+            "provider": "hashing",
+            "model_name": "hashing-256",
+            "dim": 256,
+            "normalise": True,
+        }, family
+    segments = open_family_index(store, "segments")
+    rebuilt = embedder_for_index(segments)
+    assert isinstance(rebuilt, HashingEmbedder) and rebuilt.dim == 256
+    from sqlalchemy import select
+
+    from memory_core.store.schema import segments as segment_table
+
+    with store.staging.connect() as conn:
+        text = conn.execute(
+            select(segment_table.c.text).where(segment_table.c.segment_id == segments.ids[0])
+        ).scalar_one()
+    np.testing.assert_allclose(rebuilt.embed([text])[0], segments.vectors([0])[0], atol=1e-6)
+
+
+def test_an_openai_spec_round_trips_without_its_key(embeddings_server, monkeypatch):
+    from memory_core.embeddings import build_embedder
+
+    monkeypatch.setenv("MEMORY_TEST_EMBED_KEY", "sk-build-time")
+    built = EmbeddingsResource(
+        provider="openai",
+        model="text-embedding-3-small",
+        base_url=embeddings_server,
+        api_key_env="MEMORY_TEST_EMBED_KEY",
+        dimensions=16,
+    ).embedder()
+    expected = built.embed(["Max: Dana's dog"])
+    saved = json.loads(json.dumps(built.spec().as_dict()))  # what an index's metadata holds
+    assert "sk-" not in json.dumps(saved)
+    assert saved == {
+        "provider": "openai",
+        "model_name": "openai:text-embedding-3-small@16",
+        "dim": 16,
+        "normalise": True,
+        "model": "text-embedding-3-small",
+        "dimensions": 16,
+        "base_url": embeddings_server,
+        "api_key_env": "MEMORY_TEST_EMBED_KEY",
+    }
+    monkeypatch.setenv("MEMORY_TEST_EMBED_KEY", "sk-query-time")
+    rebuilt = build_embedder(EmbedderSpec.from_dict(saved))
+    np.testing.assert_allclose(rebuilt.embed(["Max: Dana's dog"]), expected, atol=1e-6)
+    assert EmbeddingsAPI.requests[-1]["auth"] == "Bearer sk-query-time"
+    assert EmbeddingsAPI.requests[-1]["body"]["dimensions"] == 16
+    monkeypatch.delenv("MEMORY_TEST_EMBED_KEY")
+    with pytest.raises(EmbedderConfigError, match="MEMORY_TEST_EMBED_KEY"):
+        build_embedder(EmbedderSpec.from_dict(saved))
+
+
+def test_an_index_built_before_specs_were_saved_still_names_its_embedder():
+    from memory_core.embeddings import index_embedder_spec
+
+    assert index_embedder_spec({"model": "hashing-64"}, 64) == EmbedderSpec("hashing", "hashing-64", 64)
+    local = index_embedder_spec({"model": "sentence-transformers/all-MiniLM-L6-v2"}, 384)
+    assert (local.provider, local.model_path) == ("local", None)
+    remote = index_embedder_spec({"model": "openai:text-embedding-3-small@256"}, 256)
+    assert (remote.model, remote.dimensions) == ("text-embedding-3-small", 256)
+    with pytest.raises(EmbedderConfigError, match="saved no embedder spec"):
+        index_embedder_spec({"model": "my-model-folder"}, 768)

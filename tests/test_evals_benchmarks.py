@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import pkgutil
 import subprocess
 import sys
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.benchmarks import load_benchmark, load_locomo, load_longmemeval, select
+from evals.datasets import load_benchmark, load_locomo, load_longmemeval, select
 from evals.metrics import percentile, score_question, score_ranking, summarise
 from evals.retrievers.base import sessions_by_best_turn
 from memory_core.errors import InputError
@@ -152,22 +153,29 @@ def test_scripts_run_by_path_shadow_no_standard_module():
     # `python evals/x.py` puts evals/ first on sys.path: a module there named like a standard one (it once was
     # `tokenize.py`) breaks every script of the folder at import
     root = Path(__file__).resolve().parents[1]
-    for folder in ("evals", "scripts"):
+    for folder in ("evals", "evals/benchmarks", "scripts"):
         names = {p.stem for p in (root / folder).glob("*.py")} | {
             p.name for p in (root / folder).iterdir() if (p / "__init__.py").exists()
         }
         assert not names & set(sys.stdlib_module_names), (folder, names & set(sys.stdlib_module_names))
 
 
-def test_a_script_run_by_path_starts(tmp_path):
+def test_every_benchmark_starts_as_a_module(tmp_path):
+    """`python -m evals.benchmarks.<name> --help` (the README's commands) from outside the repository, for
+    every module of the folder, and the extraction gold scorer."""
+    import evals.benchmarks
+
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(
-        [sys.executable, str(root / "evals" / "extraction_gold.py"), "--help"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert "gold" in done.stdout
+    names = [f"evals.benchmarks.{m.name}" for m in pkgutil.iter_modules(evals.benchmarks.__path__)]
+    assert "evals.benchmarks.bench_query" in names
+    for name in [n for n in names if n != "evals.benchmarks.common"] + ["evals.extraction_gold"]:
+        done = subprocess.run(
+            [sys.executable, "-m", name, "--help"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        assert "usage:" in done.stdout, name

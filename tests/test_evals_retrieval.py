@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from evals.benchmarks import load_longmemeval
 from evals.contract import ContractError, disagreements, validate_output
+from evals.datasets import load_longmemeval
 from evals.harness import run_retrieval
 from evals.retrievers.memory import MemoryResultError, MemoryRetriever, benchmark_ids, evidence_message_ids
 from memory_cli.main import cli
@@ -211,7 +211,7 @@ def keyword_query(question, store, k, as_of=None):
 
 
 def test_memory_method_maps_pipeline_messages_to_benchmark_ids(home, tmp_path):
-    from memory_cli.eval_build import eval_corpus_name, pipeline_corpus_builder
+    from evals.pipeline import eval_corpus_name, pipeline_corpus_builder
 
     data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
     haystacks = load_longmemeval(data)
@@ -239,10 +239,10 @@ def test_memory_method_maps_pipeline_messages_to_benchmark_ids(home, tmp_path):
 
 
 def test_memory_adapter_locomo_sessions_and_result_shapes(home, tmp_path):
-    from memory_cli.eval_build import pipeline_corpus_builder
+    from evals.pipeline import pipeline_corpus_builder
 
     data = write_json(tmp_path / "locomo.json", [locomo_sample()])
-    (haystack,) = __import__("evals.benchmarks", fromlist=["load_locomo"]).load_locomo(data)
+    (haystack,) = __import__("evals.datasets", fromlist=["load_locomo"]).load_locomo(data)
     corpus = pipeline_corpus_builder(home, "locomo", str(data))(haystack)
     with corpus.store.source.connect() as conn:
         ids = dict(conn.execute(select(messages.c.source_ref, messages.c.message_id)).all())
@@ -317,7 +317,7 @@ def test_cli_memory_method_through_the_pipeline(home, tmp_path, monkeypatch):
 
 
 def test_build_floor_benchmark_runs(home, tmp_path, capsys):
-    from evals.bench_build_floor import main
+    from evals.benchmarks.bench_build_floor import main
 
     data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
     assert main(["--data", str(data), "--repeats", "1", "--embedder", "hashing"]) == 0

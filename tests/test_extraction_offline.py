@@ -8,13 +8,13 @@ from datetime import datetime
 
 import pytest
 
+from evals.extraction_scoring import iou, match, score_teacher
+from evals.gold import GOLD_DIR, load_extraction_gold
 from memory_core.extraction.mapper import locate, map_extraction, normalise_title
 from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.reactions import classify_reactions
-from memory_core.extraction.scoring import iou, match, score_teacher
 from memory_core.extraction.teacher import MessageView, SegmentInput
 from memory_core.extraction.text import clauses, resolve_relative_date, restate, sentences
-from memory_core.gold import GOLD_DIR, load_extraction_gold
 from memory_core.ontology.extraction import (
     CandidateSpan,
     ConceptCandidate,
@@ -183,7 +183,7 @@ def test_reaction_lexicon_explicit_inferred_other_and_negation():
 def test_offline_teacher_is_deterministic_and_fast():
     gold = load_extraction_gold()
     teacher = OfflineTeacher()
-    from memory_core.extraction.scoring import gold_segment
+    from evals.extraction_scoring import gold_segment
 
     segs = [gold_segment(g, ("Nadia", "Tomas")) for g in gold] * 5
     first = [teacher.extract(s).extraction.model_dump_json() for s in segs]

@@ -200,9 +200,9 @@ def test_invalid_answers_are_cached_so_a_rerun_does_not_pay_again(chat_server, t
 
 
 def test_gold_scorer_runs_the_llm_teacher_through_the_same_path(chat_server, tmp_path):
-    from memory_core.extraction.scoring import score_teacher
+    from evals.extraction_scoring import score_teacher
+    from evals.gold import load_extraction_gold
     from memory_core.extraction.teacher import LLMTeacher
-    from memory_core.gold import load_extraction_gold
 
     gold = load_extraction_gold()[:6]
     teacher = LLMTeacher(CachedLLMClient(client(chat_server), ResponseCache.in_dir(tmp_path)))

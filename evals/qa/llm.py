@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from memory_core.errors import MemoryOSError
+from memory_core.settings import OpenAIEndpoint
 
 
 class LLMNotConfigured(MemoryOSError):
@@ -20,11 +19,10 @@ class ChatModel:
     client: Any  # openai.OpenAI
 
     @classmethod
-    def from_environment(cls, model: str, env: Mapping[str, str] | None = None) -> ChatModel:
+    def from_environment(cls, model: str) -> ChatModel:
         """OPENAI_API_KEY (required) and OPENAI_BASE_URL (optional: any OpenAI-compatible server)."""
-        env = os.environ if env is None else env
-        key = env.get("OPENAI_API_KEY")
-        if not key:
+        endpoint = OpenAIEndpoint.from_environment()
+        if not endpoint.api_key:
             raise LLMNotConfigured(
                 "eval qa needs an OpenAI-compatible chat endpoint: set OPENAI_API_KEY "
                 "(and OPENAI_BASE_URL for a server other than OpenAI's); retrieval metrics need none: use eval retrieval"
@@ -33,8 +31,7 @@ class ChatModel:
 
         # the client retries 429 / 5xx / timeouts with backoff
         return cls(
-            model,
-            OpenAI(api_key=key, base_url=env.get("OPENAI_BASE_URL") or None, max_retries=3, timeout=120.0),
+            model, OpenAI(api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=3, timeout=120.0)
         )
 
     def complete(self, system: str, user: str, max_tokens: int) -> str:

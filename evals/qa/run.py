@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from evals.benchmarks import Haystack, Question
+from evals.datasets import Haystack, Question
 from evals.qa.llm import ChatModel
 from evals.qa.locomo_f1 import F1Scorer
 from evals.qa.prompts import JUDGE_MAX_TOKENS, READER_MAX_TOKENS, judge_prompt, judged_correct, reader_prompt

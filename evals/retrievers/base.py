@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.benchmarks import Haystack, Question, Turn
+from evals.datasets import Haystack, Question, Turn
 
 TOP_K = 50
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 
-from evals.benchmarks import Haystack, Question, Turn
 from evals.bm25_tokens import Tokenizer
+from evals.datasets import Haystack, Question, Turn
 from evals.retrievers.base import (
     TOP_K,
     BuiltCorpus,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evals.benchmarks import Haystack, Question, Turn
+from evals.datasets import Haystack, Question, Turn
 from evals.embedding import MemoEmbedder
 from evals.retrievers.base import (
     TOP_K,

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from evals.benchmarks import Haystack, Question
+from evals.datasets import Haystack, Question
 from evals.retrievers.base import TOP_K, BuiltCorpus, Retrieval, Retriever, StageTimer, sessions_by_best_turn
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import CorpusStore

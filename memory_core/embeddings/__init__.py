@@ -1,12 +1,14 @@
-"""Embedding capability: one abstract base, one module per provider, a shared persistent cache.
+"""Embedding capability: one abstract base, one module per provider, one factory, a shared persistent cache.
 
 Providers (heavy SDKs imported lazily): `HashingEmbedder` (tests), `SentenceTransformerEmbedder`
-(local all-MiniLM-L6-v2, the default), `OpenAIEmbedder` (any OpenAI-compatible `/embeddings`).
+(local all-MiniLM-L6-v2, the default), `OpenAIEmbedder` (any OpenAI-compatible `/embeddings`), each built by
+`build_embedder(EmbedderSpec(...))` and describing itself with `embedder.spec()`.
 Wrap any of them in `CachedEmbedder(embedder, EmbeddingCache.for_home(home))`.
 """
 
-from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
 from memory_core.embeddings.cache import CachedEmbedder, EmbeddingCache
+from memory_core.embeddings.factory import EmbedderConfigError, build_embedder, index_embedder_spec
 from memory_core.embeddings.hashing import HashingEmbedder
 from memory_core.embeddings.openai_embeddings import OpenAIEmbedder
 from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder
@@ -14,9 +16,13 @@ from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbed
 __all__ = [
     "CachedEmbedder",
     "Embedder",
+    "EmbedderConfigError",
+    "EmbedderSpec",
     "EmbeddingCache",
     "HashingEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "build_embedder",
+    "index_embedder_spec",
     "l2_normalise",
 ]

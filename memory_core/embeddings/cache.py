@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core.embeddings.base import Embedder
+from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.ids import sha256_text
 
 CACHE_FILE = "embeddings.sqlite"
@@ -112,6 +112,9 @@ class CachedEmbedder(Embedder):
     @property
     def dim(self) -> int:  # type: ignore[override]
         return self.inner.dim
+
+    def spec(self) -> EmbedderSpec:
+        return self.inner.spec()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         started = time.perf_counter()

@@ -1,52 +1,103 @@
-"""Rebuild the embedder named by a model identity (as recorded in an index's metadata), outside Dagster.
-
-The read side embeds queries with the model that embedded the corpus, whatever the build was configured
-with: `sentence-transformers/all-MiniLM-L6-v2` (the packaged local model), `hashing-<dim>`, a local model
-folder's name, or `openai:<model>[@<dimensions>]` (key and base URL from OPENAI_API_KEY / OPENAI_BASE_URL,
-read now, at call time).
+"""The one way to build an embedder: from an `EmbedderSpec` — the embeddings resource's configuration when the
+pipeline embeds, the spec saved in a vector index's metadata when the read side embeds a query. Both paths
+build the same provider with the same settings; an API key is resolved here, when the embedder is built
+(the given key, else the variable the spec names), never at import and never saved.
 """
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 
-from memory_core.embeddings.base import Embedder
-from memory_core.embeddings.hashing import HashingEmbedder
+from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.errors import MemoryOSError
+from memory_core.settings import OPENAI_API_KEY, OPENAI_BASE_URL, env_value
+
+PROVIDERS = ("local", "openai", "hashing")
+DEFAULT_HASHING_DIM = 256
+DEFAULT_OPENAI_BATCH = 256
 
 
-class UnknownEmbedderError(MemoryOSError):
-    """An index was built by an embedder this process cannot rebuild."""
+class EmbedderConfigError(MemoryOSError):
+    """An embedder cannot be built as specified (an unknown provider, no model, no API key)."""
 
 
-def embedder_from_spec(model_name: str, dim: int | None = None) -> Embedder:
-    from memory_core.embeddings.sentence_transformer import MINILM_MODEL_NAME, SentenceTransformerEmbedder
+def build_embedder(
+    spec: EmbedderSpec,
+    api_key: str | None = None,
+    batch_size: int | None = None,
+    threads: int | None = None,
+) -> Embedder:
+    """The provider `spec` describes; `batch_size` and `threads` tune it without changing its vectors."""
+    if spec.provider == "hashing":
+        from memory_core.embeddings.hashing import HashingEmbedder
+
+        return HashingEmbedder(spec.dim or DEFAULT_HASHING_DIM)
+    if spec.provider == "local":
+        from memory_core.embeddings.sentence_transformer import (
+            DEFAULT_BATCH_SIZE,
+            SentenceTransformerEmbedder,
+        )
+
+        return SentenceTransformerEmbedder(
+            model_path=spec.model_path,
+            model_name=spec.model_name or None,
+            batch_size=batch_size or DEFAULT_BATCH_SIZE,
+            threads=threads,
+            max_seq_length=spec.max_seq_length,
+        )
+    if spec.provider == "openai":
+        return _openai(spec, api_key, batch_size)
+    raise EmbedderConfigError(
+        f"unknown embeddings provider {spec.provider!r} (one of {', '.join(PROVIDERS)})"
+    )
+
+
+def _openai(spec: EmbedderSpec, api_key: str | None, batch_size: int | None) -> Embedder:
+    from memory_core.embeddings.openai_embeddings import OpenAIEmbedder
+
+    if not spec.model:
+        raise EmbedderConfigError("embeddings provider 'openai' needs `model` (e.g. text-embedding-3-small)")
+    key_env = spec.api_key_env or OPENAI_API_KEY.name
+    key = api_key or env_value(key_env)
+    if not key:
+        raise EmbedderConfigError(
+            f"embeddings provider 'openai' ({spec.model_name or spec.model}) needs an API key: "
+            f"set `api_key` or the {key_env} environment variable"
+        )
+    return OpenAIEmbedder(
+        model=spec.model,
+        api_key=key,
+        api_key_env=key_env,
+        base_url=spec.base_url or OPENAI_BASE_URL.get(),
+        dimensions=spec.dimensions,
+        batch_size=batch_size or DEFAULT_OPENAI_BATCH,
+        azure_api_version=spec.azure_api_version,
+    )
+
+
+def index_embedder_spec(meta: Mapping, dim: int) -> EmbedderSpec:
+    """The spec of the embedder that built an index, from its metadata: the saved spec, or — for an index
+    built before specs were saved — the one its model name implies."""
+    saved = meta.get("embedder")
+    if saved:
+        return EmbedderSpec.from_dict(saved)
+    return _spec_from_model_name(meta.get("model", ""), dim)
+
+
+def _spec_from_model_name(model_name: str, dim: int) -> EmbedderSpec:
+    from memory_core.embeddings.sentence_transformer import MINILM_MODEL_NAME
 
     if model_name == MINILM_MODEL_NAME:
-        return SentenceTransformerEmbedder()
+        return EmbedderSpec("local", model_name, dim)
     hashing = re.fullmatch(r"hashing-(\d+)", model_name)
     if hashing:
-        return HashingEmbedder(int(hashing.group(1)))
+        return EmbedderSpec("hashing", model_name, int(hashing.group(1)))
     remote = re.fullmatch(r"openai:([^@]+)(?:@(\d+))?", model_name)
     if remote:
-        from memory_core.embeddings.openai_embeddings import OpenAIEmbedder
-
-        key = os.environ.get("OPENAI_API_KEY", "")
-        if not key:
-            raise UnknownEmbedderError(
-                f"the index was embedded with {model_name}: set OPENAI_API_KEY to query it"
-            )
-        return OpenAIEmbedder(
-            model=remote.group(1),
-            api_key=key,
-            base_url=os.environ.get("OPENAI_BASE_URL") or None,
-            dimensions=int(remote.group(2)) if remote.group(2) else None,
-        )
-    folder = os.environ.get("MEMORY_OS_EMBEDDING_MODEL_PATH")
-    if folder and os.path.basename(folder.rstrip("/")) == model_name:
-        return SentenceTransformerEmbedder(model_path=folder)
-    raise UnknownEmbedderError(
-        f"the index was embedded with {model_name!r}, which this process cannot rebuild"
-        + (f" (dim {dim})" if dim else "")
+        dimensions = int(remote.group(2)) if remote.group(2) else None
+        return EmbedderSpec("openai", model_name, dim, model=remote.group(1), dimensions=dimensions)
+    raise EmbedderConfigError(
+        f"the index was embedded with {model_name!r} (dim {dim}) and saved no embedder spec: rebuild it "
+        "(materialise `indexes`) to query it"
     )

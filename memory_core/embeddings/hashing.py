@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -17,6 +17,9 @@ class HashingEmbedder(Embedder):
     def __init__(self, dim: int = 256):
         self.dim = dim
         self.model_name = f"hashing-{dim}"
+
+    def spec(self) -> EmbedderSpec:
+        return EmbedderSpec("hashing", self.model_name, self.dim)
 
     def _features(self, text: str) -> list[str]:
         tokens = _TOKEN.findall(text.lower())

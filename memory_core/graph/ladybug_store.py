@@ -2,7 +2,7 @@
 
 A full `load` spools the nodes and edges into CSV files (one per label and per edge type/endpoint pair),
 creates a fresh database at a temporary path, bulk-loads it with `COPY FROM` (row-by-row `CREATE` of
-edges is two orders of magnitude slower: see `evals/bench_graph_load.py`), checkpoints it into a single
+edges is two orders of magnitude slower: see `evals/benchmarks/bench_graph_load.py`), checkpoints it into a single
 file and renames it over the current one. A reader that opened the old file keeps reading the old version
 (the old inode lives on while it is open); readers here notice the new file (inode change) on their next
 call and reopen, so nobody sees half a graph. Small writes (`upsert`, `delete_label`) copy the current file,

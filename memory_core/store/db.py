@@ -46,6 +46,7 @@ from sqlalchemy import (
 )
 
 from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
+from memory_core.settings import memory_home_path
 from memory_core.store.schema import METADATA_BY_STORE
 
 CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
@@ -72,7 +73,7 @@ def utcnow() -> datetime:
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("MEMORY_OS_HOME") or Path.home() / ".memory_os")
+    return memory_home_path()
 
 
 def validate_corpus_name(name: str) -> str:

@@ -6,7 +6,7 @@ build is written completely, then the symlink is replaced with `os.replace` (ato
 the link once and reads the index and the id map of the same build: the old or the new, never half. The
 previous build is kept for readers still loading it; older ones are removed.
 
-Threshold (measured by `evals/bench_vector_index.py`: 384-d clustered vectors, this 2-core shared
+Threshold (measured by `evals/benchmarks/bench_vector_index.py`: 384-d clustered vectors, this 2-core shared
 machine, one query at a time, recall@10 against exact search): a flat search costs ~0.8 ms at 10k vectors,
 2-4 ms at 30k and 19-36 ms at 100k. HNSW (M=32, efSearch=128) answers in 0.25-0.6 ms at every size with
 recall@10 of 0.98-1.0 on both data presets, and builds in ~4 s at 10k, ~10 s at 30k, ~40-50 s at 100k.

@@ -245,9 +245,14 @@ def build_family_index(
     flush_embeddings()
     flush_reuse()
 
-    index = FaissIndex(
-        dim=dim, policy=policy, meta={"family": family, "model": embedder.model_name, "source": source}
-    )
+    # the embedder's spec: the read side rebuilds exactly this embedder for queries
+    meta = {
+        "family": family,
+        "model": embedder.model_name,
+        "source": source,
+        "embedder": embedder.spec().as_dict(),
+    }
+    index = FaissIndex(dim=dim, policy=policy, meta=meta)
     index.build(ids, matrix[: len(ids)], keys=keys)
     index.save(path)
     return FamilyReport(
@@ -337,7 +342,8 @@ def build_message_index_from_segments(
         matrix[[i for i, _ in missing]] = embedder.embed([t for _, t in missing])
         embed_seconds = time.perf_counter() - t0
     matrix = l2_normalise(matrix)
-    meta = {"family": "messages", "model": model, "source": "segments"}
+    spec = segments_index.meta.get("embedder") or embedder.spec().as_dict()
+    meta = {"family": "messages", "model": model, "source": "segments", "embedder": spec}
     index = FaissIndex(dim=dim, policy=policy, meta=meta)
     index.build(ids, matrix, keys=keys)
     index.save(path)

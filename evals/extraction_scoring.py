@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 
+from evals.gold import GoldMessage
 from memory_core.extraction.mapper import map_extraction
 from memory_core.extraction.teacher import MessageView, SegmentInput, Teacher, speaker_is_person
-from memory_core.gold import GoldMessage
 from memory_core.store.db import utcnow
 
 

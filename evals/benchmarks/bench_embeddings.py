@@ -6,7 +6,7 @@ loop embeds) and long segment-like texts (several turns joined, ~150 tokens, wha
 on a shared machine each one sees the same background load; prints the median texts/s per configuration
 and its ratio to the sentence-transformers default (batch 32, all cores) measured in the same run.
 
-    PYTHONPATH=. /work/venv/bin/python evals/bench_embeddings.py ../shared/data/locomo/locomo_dev.json
+    python -m evals.benchmarks.bench_embeddings ../shared/data/locomo/locomo_dev.json
 """
 
 from __future__ import annotations

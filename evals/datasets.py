@@ -26,8 +26,16 @@ from pathlib import Path
 
 from memory_core.errors import InputError
 from memory_core.ingest.benchmarks import parse_lme_date
+from memory_core.settings import MEMORY_OS_SHARED_DATA
 
 BENCHMARKS = ("longmemeval", "locomo")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir(path: str | Path | None = None) -> Path:
+    """The benchmark dev data folder: `path`, else $MEMORY_OS_SHARED_DATA, else `../shared/data` beside the
+    repository (a git worktree elsewhere sets the variable)."""
+    return Path(path or MEMORY_OS_SHARED_DATA.get() or REPO.parent / "shared" / "data")
 
 
 @dataclass(frozen=True)

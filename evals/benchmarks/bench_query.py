@@ -5,8 +5,8 @@ Both sides embed the query with the same embedder; the baseline then searches an
 index over every message vector, while query_memory runs the whole read side (lexical + session BM25,
 message and segment vectors, concept and topic entry, graph synthesis, evidence assembly and the XML).
 
-    python -m evals.bench_query --messages 100000              # generated ChatGPT export, hashing-384 vectors
-    python -m evals.bench_query --locomo ../shared/data/locomo/locomo_dev.json --sample conv-26   # MiniLM
+    python -m evals.benchmarks.bench_query --messages 100000              # generated ChatGPT export, hashing-384 vectors
+    python -m evals.benchmarks.bench_query --locomo ../shared/data/locomo/locomo_dev.json --sample conv-26   # MiniLM
 
 The generated corpus is built with the 384-d hashing embedder (embedding 100k texts with MiniLM on two
 cores takes tens of minutes and does not change search cost); the MiniLM query-embedding cost is measured
@@ -16,7 +16,6 @@ separately and printed, so the two can be added.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import tempfile
@@ -25,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.bench_common import peak_rss_mib, print_table
+from evals.benchmarks.common import peak_rss_mib, print_table
+from memory_core.settings import offline_model_hub
 
 # what query_memory reads, built without the topic layer (its UMAP fit would dominate the build, and the topic
 # path is one small index search at query time)
@@ -51,32 +51,21 @@ def _build(
 ) -> float:
     import dagster as dg
 
-    from memory_assets.definitions import default_resources, defs
-    from memory_assets.partitions import corpus_partitions
-    from memory_core.corpora import plan_corpora, register
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
     from memory_core.store.db import MemoryHome
     from memory_resources.embeddings import EmbeddingsResource
-    from memory_resources.storage import MemoryStorage
 
     home = MemoryHome.resolve(home_dir)
-    register(home, plan_corpora(name, path, fmt, record_id))
-    resources = {**default_resources(), "storage": MemoryStorage(home=str(home.root))}
-    if hashing:
-        resources["embeddings"] = EmbeddingsResource(provider="hashing", hashing_dim=384)
-    start = time.perf_counter()
+    overrides = {"embeddings": EmbeddingsResource(provider="hashing", hashing_dim=384)} if hashing else {}
     (home_dir / "dagster").mkdir(parents=True, exist_ok=True)
     with dg.instance_for_test(temp_dir=str(home_dir / "dagster")) as instance:
-        instance.add_dynamic_partitions(corpus_partitions.name, [name])
-        result = dg.materialize(
-            [*defs.assets, *defs.asset_checks],
-            selection=dg.AssetSelection.assets(*selection),
-            instance=instance,
-            partition_key=name,
-            resources=resources,
-        )
-    if not result.success:
+        runner = CorpusRunner(home, instance, resources=overrides)
+        runner.register(plan_corpora(name, path, fmt, record_id))
+        run = runner.materialize(name, selection)
+    if not run.success:
         raise SystemExit("build failed")
-    return time.perf_counter() - start
+    return run.seconds
 
 
 def _percentiles(values: list[float]) -> tuple[float, float]:
@@ -145,13 +134,13 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--keep", type=Path, help="build here and keep it (reuse on the next run)")
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    offline_model_hub()
     rng = random.Random(11)
     rows = []
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-query-"))
     root.mkdir(parents=True, exist_ok=True)
     if args.messages:
-        from evals.bench_ingest import WORDS, generate_chatgpt_export
+        from evals.benchmarks.bench_ingest import WORDS, generate_chatgpt_export
 
         name = f"gen{args.messages}"
         export = root / f"{name}.json"

@@ -5,7 +5,7 @@ For each size and data preset: build time, median single-query latency over the 
 time, as the read side asks), recall@10 against the flat index's exact top 10, and the latency ratio to
 flat measured in the same run. This is how `DEFAULT_APPROXIMATE_THRESHOLD` was chosen.
 
-    PYTHONPATH=. python evals/bench_vector_index.py [--sizes 10000,30000,100000] [--queries 300] [--no-hnsw]
+    python -m evals.benchmarks.bench_vector_index [--sizes 10000,30000,100000] [--queries 300] [--no-hnsw]
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ quality figures of the last cold run: decisions with reason codes, concepts per 
 share and novelty, coverage, purity, grounding, churn, compression, and a Markdown sample of concepts with
 their evidence (`--sample-md`).
 
-    PYTHONPATH=. /work/venv/bin/python evals/bench_consolidation.py /work/shared/data/locomo/locomo_dev.json
-    PYTHONPATH=. /work/venv/bin/python evals/bench_consolidation.py \\
+    python -m evals.benchmarks.bench_consolidation /work/shared/data/locomo/locomo_dev.json
+    python -m evals.benchmarks.bench_consolidation \\
         /work/shared/data/longmemeval/longmemeval_s_dev.json --record 26bdc477
 """
 

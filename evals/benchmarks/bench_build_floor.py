@@ -1,7 +1,7 @@
 """Benchmark: building one LongMemEval haystack through the pipeline, against the pure embedding time of its
 turns (the floor; DESIGN §12 targets build ≤ 2× embedding), and re-materialising it unchanged (≤ 10%).
 
-    python -m evals.bench_build_floor --data ../shared/data/longmemeval/longmemeval_s_dev.json \
+    python -m evals.benchmarks.bench_build_floor --data ../shared/data/longmemeval/longmemeval_s_dev.json \
         [--question-id ID] [--repeats 3] [--embedder minilm]
 
 Each repeat, interleaved so both see the same machine load: embed every turn text once (model loaded
@@ -12,13 +12,12 @@ beforehand, untimed), then build the haystack into a fresh memory home with ever
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from evals.benchmarks import load_longmemeval, select
+from evals.datasets import load_longmemeval, select
 from evals.embedding import EMBEDDERS, make_embedder
 from memory_core.store.db import MemoryHome, dispose_engines
 
@@ -30,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--embedder", default="minilm", choices=EMBEDDERS)
     args = parser.parse_args(argv)
-    from memory_cli.eval_build import pipeline_corpus_builder  # Dagster: imported only when benchmarking
+    import dagster as dg  # imported only when benchmarking
+
+    from evals.pipeline import pipeline_corpus_builder
+    from memory_assets.runner import CorpusRunner
 
     haystacks = load_longmemeval(args.data)
     (haystack,) = select(haystacks, question_ids=[args.question_id]) if args.question_id else haystacks[:1]
@@ -42,10 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         embedder.embed(texts)
         embed_s.append(time.perf_counter() - t0)
-        with tempfile.TemporaryDirectory(prefix="memory-os-bench-") as tmp:
-            os.environ["DAGSTER_HOME"] = str(Path(tmp) / "dagster")
+        with (
+            tempfile.TemporaryDirectory(prefix="memory-os-bench-") as tmp,
+            dg.instance_for_test(temp_dir=tmp) as instance,
+        ):
             home = MemoryHome.resolve(Path(tmp) / "home")
-            build = pipeline_corpus_builder(home, "longmemeval", args.data)
+            build = pipeline_corpus_builder(home, "longmemeval", args.data, CorpusRunner(home, instance))
             t0 = time.perf_counter()
             corpus = build(haystack)
             build_s.append(time.perf_counter() - t0)

@@ -12,7 +12,7 @@ with the shapes the later stages write. Then:
 The baselines run on a smaller corpus (their cost grows with the graph); `copy` runs on both sizes, so the
 ratio is taken on the same small corpus, and the large figure shows how COPY scales.
 
-    PYTHONPATH=. python evals/bench_graph_load.py [--messages 100000] [--baseline-messages 2000]
+    python -m evals.benchmarks.bench_graph_load [--messages 100000] [--baseline-messages 2000]
 """
 
 from __future__ import annotations

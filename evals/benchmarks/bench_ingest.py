@@ -2,7 +2,7 @@
 measured in the same run — `json.load` of the whole file plus a bare sqlite3 `executemany` of the same
 message texts (no validation, no provenance, no accounting).
 
-    python -m evals.bench_ingest [--messages 100000] [--repeat 3] [--locomo ../shared/data/locomo/locomo_dev.json]
+    python -m evals.benchmarks.bench_ingest [--messages 100000] [--repeat 3] [--locomo ../shared/data/locomo/locomo_dev.json]
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from evals.bench_common import peak_rss_mib, print_table, timed_cpu
+from evals.benchmarks.common import peak_rss_mib, print_table, timed_cpu
+from evals.datasets import shared_data_dir
 from memory_core.ingest.loader import ingest_file
 from memory_core.store.db import MemoryHome, dispose_engines
 
@@ -117,7 +118,7 @@ def main() -> None:
     ap.add_argument(
         "--locomo",
         type=Path,
-        default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json",
+        default=shared_data_dir() / "locomo" / "locomo_dev.json",
     )
     args = ap.parse_args()
     rows = []

@@ -7,7 +7,7 @@ The corpora must already be built up to `canonical_concepts` in the memory home,
     memory-os corpus add locomo ../shared/data/locomo/locomo_dev.json && memory-os materialize locomo
     memory-os corpus add lme ../shared/data/longmemeval/longmemeval_s_dev.json --question-id 26bdc477
     memory-os materialize lme
-    PYTHONPATH=. /work/venv/bin/python evals/bench_topics.py --home "$MEMORY_OS_HOME" locomo lme --repeats 3
+    python -m evals.benchmarks.bench_topics --home "$MEMORY_OS_HOME" locomo lme --repeats 3
 
 Figures (medians over repeats): seconds of each stage (forced rebuild, segment vectors from the shared cache);
 inside topics: tuning, the UMAP warm-up (= compile in a fresh process), its share of the stage; trials and
@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from memory_core.settings import child_environment
+
+ROOT = str(Path(__file__).resolve().parents[2])  # the repository: the workers import the project from it
 
 
 def _worker(corpus: str, home: str) -> dict:
@@ -110,12 +112,12 @@ def _embedding_baseline(corpus: str, home: str) -> dict:
 def _spawn(args: list[str]) -> tuple[dict, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), *args],
+        [sys.executable, "-m", "evals.benchmarks.bench_topics", *args],
         check=True,
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        env=child_environment(PYTHONPATH=ROOT, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
     ).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -130,7 +132,7 @@ def _median(runs: list[dict], key: str) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpora", nargs="*")
-    ap.add_argument("--home", default=os.environ.get("MEMORY_OS_HOME"))
+    ap.add_argument("--home", help="memory home holding the corpora (default: $MEMORY_OS_HOME)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--embedding-baseline", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)

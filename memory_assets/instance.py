@@ -1,0 +1,49 @@
+"""The Dagster instance that in-process runs and the UI use, and the instance and workspace templates shipped
+inside this package (found with importlib.resources, so an installed wheel has them too)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import dagster as dg
+
+from memory_core.settings import DAGSTER_HOME, use_dagster_home
+from memory_core.store.db import MemoryHome
+
+INSTANCE_TEMPLATE = "dagster.yaml"  # telemetry off, one run per corpus partition, the `llm` pool
+WORKSPACE_TEMPLATE = "workspace.yaml"  # the code location `memory_assets.definitions:defs`
+
+
+def template(name: str):
+    """A packaged template (a `Traversable`)."""
+    return resources.files("memory_assets").joinpath("templates", name)
+
+
+def ensure_dagster_home(home: MemoryHome) -> Path:
+    """DAGSTER_HOME, or `<memory home>/dagster` when it is unset (then exported for Dagster and the processes
+    it starts), seeded with the packaged dagster.yaml when the folder has none."""
+    configured = DAGSTER_HOME.get()
+    path = Path(configured).expanduser().resolve() if configured else home.root / "dagster"
+    if not configured:
+        use_dagster_home(path)
+    path.mkdir(parents=True, exist_ok=True)
+    config = path / INSTANCE_TEMPLATE
+    if not config.exists():
+        config.write_text(template(INSTANCE_TEMPLATE).read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+def memory_instance(home: MemoryHome) -> dg.DagsterInstance:
+    """The persistent instance in DAGSTER_HOME (see `ensure_dagster_home`): the one the UI shows."""
+    ensure_dagster_home(home)
+    return dg.DagsterInstance.get()
+
+
+@contextlib.contextmanager
+def workspace_file() -> Iterator[Path]:
+    """A filesystem path of the packaged workspace.yaml, for `dagster dev -w`."""
+    with resources.as_file(template(WORKSPACE_TEMPLATE)) as path:
+        yield path

@@ -1,0 +1,215 @@
+"""The in-process runner: register a corpus, add its partition, materialise its assets in this process.
+
+The one implementation behind `memory-os corpus add|materialize|demo`, the eval harness's pipeline-built
+corpora, the benchmarks and the tests:
+
+    runner = CorpusRunner(home, memory_instance(home))            # or any instance, e.g. dg.instance_for_test()
+    runner.register(plan_corpora("notes", "export.json"))         # registry rows + dynamic partitions
+    run = runner.materialize("notes", progress=sys.stderr)         # every stage; or selection=["messages"]
+    run.success, run.run_id, run.seconds, run.step_seconds()
+
+The storage resource is always bound to the runner's memory home; `resources` override the code location's
+other defaults (a hashing embedder in tests, a fixed LLM in an eval). With `progress`, one line per finished
+step (and per failed check) is printed from the run's event log, which replaces Dagster's console log; the
+run's full logs stay in the instance.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import dagster as dg
+
+from memory_core.corpora import CorpusSource, register, registered_source
+from memory_core.errors import InputError
+from memory_core.store.db import MemoryHome
+from memory_resources.storage import MemoryStorage
+
+_TAG = "memory_os/runner_invocation"
+# the progress lines replace Dagster's console log; a run's logs stay whole in the instance
+_QUIET_CONSOLE = {"console": {"config": {"log_level": "ERROR"}}}
+
+
+def bound_resources(home: MemoryHome, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every resource of the code location with storage bound to `home`, and `overrides` on top (Dagster
+    needs resources for every asset passed to `materialize`, selected or not)."""
+    from memory_assets.definitions import default_resources
+
+    storage = MemoryStorage(home=str(home.root), database_url=home.url_template)
+    return {**default_resources(), "storage": storage, **(overrides or {})}
+
+
+@dataclass
+class CorpusRun:
+    """One finished in-process run of a corpus partition."""
+
+    corpus: str
+    result: dg.ExecuteInProcessResult
+    seconds: float
+    instance: dg.DagsterInstance
+
+    @property
+    def success(self) -> bool:
+        return self.result.success
+
+    @property
+    def run_id(self) -> str:
+        return self.result.run_id
+
+    def step_seconds(self) -> dict[str, float]:
+        """Wall seconds per step (asset) of the run, from its event log."""
+        started: dict[str, float] = {}
+        took: dict[str, float] = {}
+        for entry in self.instance.all_logs(self.run_id):
+            event = entry.dagster_event
+            if event is None or not event.step_key:
+                continue
+            if event.event_type_value == "STEP_START":
+                started[event.step_key] = entry.timestamp
+            elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in started:
+                took[event.step_key] = entry.timestamp - started[event.step_key]
+        return took
+
+
+class CorpusRunner:
+    def __init__(
+        self,
+        home: MemoryHome,
+        instance: dg.DagsterInstance,
+        resources: Mapping[str, Any] | None = None,
+        defs: dg.Definitions | None = None,
+    ):
+        self.home = home
+        self.instance = instance
+        self.resources = bound_resources(home, resources)
+        self._defs = defs
+
+    @property
+    def defs(self) -> dg.Definitions:
+        if self._defs is None:
+            from memory_assets.definitions import defs
+
+            self._defs = defs
+        return self._defs
+
+    # ------------------------------------------------------------------------------------------ corpora
+    def register(self, sources: Sequence[CorpusSource]) -> list[CorpusSource]:
+        """Register `sources` in the memory home and add their partitions (an existing one is kept)."""
+        register(self.home, sources)
+        for source in sources:
+            self.add_partition(source.name)
+        return list(sources)
+
+    def add_partition(self, corpus: str) -> None:
+        from memory_assets.partitions import corpus_partitions
+
+        if not self.instance.has_dynamic_partition(corpus_partitions.name, corpus):
+            self.instance.add_dynamic_partitions(corpus_partitions.name, [corpus])
+
+    def remove_partition(self, corpus: str) -> None:
+        from memory_assets.partitions import corpus_partitions
+
+        if self.instance.has_dynamic_partition(corpus_partitions.name, corpus):
+            self.instance.delete_dynamic_partition(corpus_partitions.name, corpus)
+
+    # ------------------------------------------------------------------------------------------ runs
+    def materialize(
+        self,
+        corpus: str,
+        selection: Sequence[str] | None = None,
+        ops: Mapping[str, Any] | None = None,
+        progress: TextIO | None = None,
+    ) -> CorpusRun:
+        """Materialise the selected assets (default: every one) of a registered corpus in this process;
+        `ops` is per-asset run config (`{"gardener_actions": {"config": {...}}}`). A failed step does not
+        raise: the run says `success=False` and its logs are in the instance."""
+        registered_source(self.home, corpus)  # a clear error when the corpus is not registered
+        wanted = self._selection(selection)
+        self.add_partition(corpus)
+        tag = uuid.uuid4().hex
+        follower = _Progress(self.instance, tag, progress) if progress is not None else None
+        if follower:
+            follower.start()
+        started = time.perf_counter()
+        try:
+            result = dg.materialize(
+                assets=[*self.defs.assets, *(self.defs.asset_checks or [])],
+                selection=wanted,
+                instance=self.instance,
+                partition_key=corpus,
+                resources=self.resources,
+                run_config={"loggers": _QUIET_CONSOLE, **({"ops": dict(ops)} if ops else {})},
+                raise_on_error=False,
+                tags={_TAG: tag},
+            )
+        finally:
+            if follower:
+                follower.stop.set()
+                follower.join(timeout=10)
+        return CorpusRun(corpus, result, time.perf_counter() - started, self.instance)
+
+    def _selection(self, selection: Sequence[str] | None) -> dg.AssetSelection:
+        if not selection:
+            return dg.AssetSelection.all()
+        keys = self.defs.resolve_asset_graph().get_all_asset_keys()
+        wanted = [dg.AssetKey.from_user_string(s) for s in selection]
+        unknown = [s for s, key in zip(selection, wanted, strict=True) if key not in keys]
+        if unknown:
+            known = ", ".join(sorted(k.to_user_string() for k in keys))
+            raise InputError(f"unknown asset(s): {', '.join(unknown)}; known: {known}")
+        return dg.AssetSelection.assets(*wanted)
+
+
+class _Progress(threading.Thread):
+    """Prints one line per step of a run by following its event log."""
+
+    def __init__(self, instance: dg.DagsterInstance, tag_value: str, stream: TextIO):
+        super().__init__(daemon=True)
+        self.instance = instance
+        self.tag_value = tag_value
+        self.stream = stream
+        self.stop = threading.Event()
+        self.started: dict[str, float] = {}
+
+    def run(self) -> None:
+        run_id, cursor = None, None
+        while True:
+            finished = self.stop.is_set()
+            if run_id is None:
+                runs = self.instance.get_runs(filters=dg.RunsFilter(tags={_TAG: self.tag_value}), limit=1)
+                run_id = runs[0].run_id if runs else None
+            if run_id is not None:
+                conn = self.instance.get_records_for_run(run_id, cursor=cursor)
+                cursor = conn.cursor
+                for record in conn.records:
+                    line = self._line(record.event_log_entry)
+                    if line:
+                        print(line, file=self.stream, flush=True)
+            if finished:
+                return
+            self.stop.wait(0.3)
+
+    def _line(self, entry) -> str | None:
+        event = entry.dagster_event
+        if event is None:
+            return None
+        step = event.step_key or ""
+        kind = event.event_type_value
+        if kind == "STEP_START":
+            self.started[step] = entry.timestamp
+        elif kind == "STEP_SUCCESS":
+            return f"  ✓ {step} ({entry.timestamp - self.started.get(step, entry.timestamp):.1f}s)"
+        elif kind == "STEP_FAILURE":
+            err = event.step_failure_data.error if event.step_failure_data else None
+            return f"  ✗ {step}: {err.message.strip() if err else 'failed'}"
+        elif kind == "ASSET_CHECK_EVALUATION":
+            data = event.event_specific_data
+            if data is not None and not data.passed:
+                key = data.asset_key.to_user_string()
+                return f"  ! check {data.check_name} on {key} failed ({data.severity.value})"
+        return None
