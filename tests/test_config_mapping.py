@@ -141,26 +141,17 @@ CONFIGS: dict[str, Maps] = {
         },
         own={"describe_with_llm": "labels from the LLM when the llm resource has one"},
     ),
-    "TopicQualityBounds": Maps(
-        core=lambda: None,
-        own={
-            "silhouette_min": "a check bound (no core stage setting)",
-            "silhouette_max": "a check bound",
-            "noise_ratio_min": "a check bound",
-            "noise_ratio_max": "a check bound",
-        },
+    "TopicQualityBoundsConfig": Maps(
+        core=lambda: _mod("memory_core.topics.checks").TopicQualityBounds(),
     ),
     "GraphConfig": Maps(
         core=lambda: _mod("memory_core.graph").load_corpus_graph,
         renamed={"reflective": "include_reflective"},
     ),
     "IndexesConfig": Maps(
-        core=lambda: _mod("memory_core.vector_index.families").build_corpus_indexes,
-        unexposed={"policy": "the vector_index resource's"},
-        own={
-            "message_vectors": "how the messages family gets its vectors (own text, segments, mixed)",
-            "embed_batch_size": "texts per embedder call",
-        },
+        core=lambda: _mod("memory_core.vector_index.stage").build_indexes,
+        renamed={"batch_size": "embed_batch_size"},
+        unexposed={"policy": "the vector_index resource's", "log": "the asset's logger"},
     ),
     "TriageAssetConfig": Maps(
         core=lambda: _gardener().TriageConfig(),
