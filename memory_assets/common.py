@@ -1,11 +1,16 @@
-"""Helpers shared by the stage modules (no stage logic here)."""
+"""Helpers shared by the stage modules (no stage logic here): the store of a partition, and the Dagster
+rendering of core reports and contract results."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import dagster as dg
 
+from memory_assets.partitions import corpus_partitions
+from memory_core.reports import CheckResult, StageReport
 from memory_core.store.db import CorpusStore
 from memory_resources.storage import MemoryStorage
 
@@ -34,7 +39,90 @@ def md_table(
     return dg.MetadataValue.md("\n".join(lines))
 
 
+@dataclass(frozen=True)
+class Table:
+    """A report's list of rows shown as a Markdown table: these columns (default: the first row's keys),
+    the first `limit` rows."""
+
+    columns: Sequence[str] | None = None
+    limit: int = 30
+
+
+def dagster_metadata(
+    figures: Mapping[str, object],
+    tables: Mapping[str, Table] | None = None,
+    paths: Collection[str] = (),
+) -> dict[str, object]:
+    """Dagster's rendering of a report's plain figures: the named row lists as Markdown tables, the named
+    paths as paths, other lists and dicts as JSON, scalars as they are."""
+    tables = tables or {}
+    out: dict[str, object] = {}
+    for key, value in figures.items():
+        if key in tables:
+            out[key] = md_table(value, tables[key].columns, tables[key].limit)  # type: ignore[arg-type]
+        elif key in paths:
+            out[key] = dg.MetadataValue.path(str(value))
+        elif isinstance(value, (dict, list, tuple)):
+            out[key] = dg.MetadataValue.json(list(value) if isinstance(value, tuple) else value)
+        else:
+            out[key] = value
+    return out
+
+
+def materialize_result(
+    report: StageReport,
+    *,
+    asset_key: str | None = None,
+    tables: Mapping[str, Table] | None = None,
+    paths: Collection[str] = (),
+    extra: Mapping[str, object] | None = None,
+) -> dg.MaterializeResult:
+    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered)."""
+    metadata = {**dagster_metadata(report.as_metadata(), tables, paths), **(extra or {})}
+    return dg.MaterializeResult(asset_key=asset_key, metadata=metadata)
+
+
+def check_result(
+    result: CheckResult, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+) -> dg.AssetCheckResult:
+    """The evaluation of a core contract; its figures become the check's metadata."""
+    return dg.AssetCheckResult(
+        passed=bool(result.passed), severity=severity, metadata=dagster_metadata(result.as_metadata())
+    )
+
+
+SEVERITY_METADATA_KEY = "memory_os/severity"
+
+
+def corpus_check(
+    asset: dg.AssetsDefinition | str,
+    *,
+    description: str,
+    blocking: bool = False,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+) -> Callable[[Callable[..., CheckResult]], dg.AssetChecksDefinition]:
+    """A partitioned asset check of `asset` from a function returning a core `CheckResult`. The severity a
+    failure has is declared here, once, and shown in the check's metadata; the function keeps its
+    signature, so Dagster injects its context, config and resources as usual."""
+
+    def decorate(evaluate: Callable[..., CheckResult]) -> dg.AssetChecksDefinition:
+        @functools.wraps(evaluate)
+        def run(*args, **kwargs) -> dg.AssetCheckResult:
+            return check_result(evaluate(*args, **kwargs), severity)
+
+        return dg.asset_check(
+            asset=asset,
+            partitions_def=corpus_partitions,
+            blocking=blocking,
+            description=description,
+            metadata={SEVERITY_METADATA_KEY: severity.value},
+        )(run)
+
+    return decorate
+
+
 def check(
     passed: bool, severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR, **metadata
 ) -> dg.AssetCheckResult:
+    """A check result from figures computed in the asset layer (prefer a core contract and `check_result`)."""
     return dg.AssetCheckResult(passed=bool(passed), severity=severity, metadata=metadata)

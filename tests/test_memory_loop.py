@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, text, update
 
+from memory_core.concepts import LIVE_STATES, ConceptHypothesis, EvidenceSpan, metrics
+from memory_core.concepts import action_log as log
+from memory_core.concepts.patches import apply_patch
+from memory_core.concepts.store import concept_to_row, read_concepts
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
-from memory_core.memory_loop import action_log as log
-from memory_core.memory_loop import metrics
 from memory_core.memory_loop.adjudication import AdjudicationDecision, LLMAdjudicator, adjudication_prompt
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.loop import LoopConfig, consolidate
@@ -25,7 +27,7 @@ from memory_core.store.schema import (
     messages,
     residuals,
 )
-from tests.loop_samples import MENTIONS, add_mentions, build_corpus, mention
+from tests.loop_samples import MENTIONS, add_mentions, build_corpus, concept, mention
 
 # the hashing embedder's cosines run lower than a sentence model's: a shared name needs less agreement
 HASHING = LoopConfig(rules=RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3), batch_size=4)
@@ -57,7 +59,7 @@ def cand(title="Max", type_="entity", description="Dana's dog", confidence=0.8, 
 def view(
     cid="k1", type_="entity", state="active", best=0.8, description="Dana's dog", holds_span=False
 ) -> ConceptView:
-    return ConceptView(cid, "Max", type_, description, [], state, best, holds_span)
+    return ConceptView(concept(cid, "Max", type_, description, state), best, holds_span)
 
 
 def hit(cid="k1", score=0.9, similarity=0.9, lexical=0.0) -> RetrievalHit:
@@ -376,6 +378,24 @@ def test_action_log_is_append_only(corpus, home):
             conn.execute(text(statement))
 
 
+def test_the_concept_store_reads_and_writes_concept_hypotheses(corpus, home):
+    consolidate(corpus, _embedder(home), HASHING)
+    with corpus.staging.connect() as conn:
+        rows = {r["concept_id"]: dict(r) for r in conn.execute(select(canonical_concepts)).mappings()}
+        concepts = read_concepts(conn, states=LIVE_STATES)
+    assert set(concepts) == {cid for cid, r in rows.items() if r["state"] in LIVE_STATES} and concepts
+    for cid, c in concepts.items():
+        assert isinstance(c, ConceptHypothesis) and concept_to_row(c) == rows[cid]  # the row, exactly
+        assert rows[cid]["merged_into"] is None and c.merged_into == ""
+        assert c.evidence_spans and all(isinstance(s, EvidenceSpan) for s in c.evidence_spans)
+    # a patch's plain values become typed fields; a value outside the ontology is refused
+    c = next(iter(concepts.values()))
+    apply_patch(c, {"relations": [{"target_id": "k2", "relation": "supports", "confidence": 0.5}]})
+    assert c.relations[0].relation == "supports"
+    with pytest.raises(ValueError):
+        apply_patch(c, {"state": "forgotten"})
+
+
 def test_a_crashed_run_resumes_to_the_same_result(corpus, home, tmp_path, monkeypatch):
     reference = home.corpus("reference")
     build_corpus(reference, tmp_path)
@@ -443,7 +463,7 @@ def test_metrics_on_the_sample(corpus, home):
         4 / 15, abs=1e-4
     )
     assert tot["mentions_pending"] == 0
-    run = metrics.run_figures(report)
+    run = report.run_figures()
     assert run["churn"] == pytest.approx(1 / 7, abs=1e-4) and 0 < run["residual_novelty"] <= 1
     assert metrics.grounding(corpus)["grounding"] == 1.0
     sample = metrics.concept_sample(corpus)

@@ -9,7 +9,7 @@ from memory_assets.partitions import corpus_partitions
 from memory_assets.topics.assets import domains as domains_asset
 from memory_assets.topics.assets import topics as topics_asset
 from memory_assets.topics.assets import weighted_links as links_asset
-from memory_core.memory_loop.loop import LIVE_STATES
+from memory_core.concepts import LIVE_STATES
 from memory_core.store.schema import (
     anchor_entities,
     canonical_concepts,

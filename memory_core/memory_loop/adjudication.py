@@ -23,6 +23,7 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from memory_core.memory_loop.candidates import Candidate
+from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.ontology.strict import StrictBase
 
 M = TypeVar("M", bound=BaseModel)
@@ -57,11 +58,9 @@ ADJUDICATION_SYSTEM = (
 
 @dataclass(frozen=True)
 class ConceptOption:
-    concept_id: str
-    title: str
-    type: str
-    description: str
-    aliases: tuple[str, ...]
+    """A concept offered to the adjudicator, with the retriever's scores for the candidate."""
+
+    concept: ConceptHypothesis
     scores: dict
 
 
@@ -77,11 +76,11 @@ def adjudication_prompt(candidate: Candidate, options: list[ConceptOption]) -> t
         },
         "existing_concepts": [
             {
-                "concept_id": o.concept_id,
-                "title": o.title,
-                "type": o.type,
-                "description": o.description,
-                "aliases": list(o.aliases),
+                "concept_id": o.concept.concept_id,
+                "title": o.concept.title,
+                "type": o.concept.type,
+                "description": o.concept.description,
+                "aliases": list(o.concept.aliases),
                 "similarity": o.scores.get("similarity"),
             }
             for o in options
