@@ -13,12 +13,10 @@ from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch
 from memory_core.concepts.store import concept_to_row, read_concepts
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
-from memory_core.memory_loop.adjudication import AdjudicationDecision, LLMAdjudicator, adjudication_prompt
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.loop import LoopConfig, consolidate
 from memory_core.memory_loop.retriever import ConceptIndex, RetrievalHit, RetrieverWeights
 from memory_core.memory_loop.router import ConceptView, Router, RouterRules
-from memory_core.ontology.strict import assert_strict_schema
 from memory_core.store.schema import (
     action_log,
     canonical_concepts,
@@ -135,45 +133,6 @@ def test_router_decisions_follow_the_rules():
     # the exact span is already evidence of the concept → attach without new evidence
     d = router.route(cand(), [hit()], {"k1": view(holds_span=True)})
     assert (d.action, d.reason_code, d.duplicate_span) == ("attach", "duplicate_span", True)
-
-
-class ScriptedLLM:
-    """A strict-schema client stand-in that answers from a script and records the prompts it got."""
-
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.prompts = []
-
-    def structured(self, system, user, response_model):
-        self.prompts.append((system, user, response_model))
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return response_model.model_validate(answer)
-
-
-def test_adjudicator_decides_the_ambiguous_band_only():
-    ambiguous = [hit("k1", 0.7, 0.6), hit("k2", 0.5, 0.4)]
-    views = {"k1": view("k1"), "k2": view("k2")}
-    llm = ScriptedLLM(
-        {"decision": "attach", "concept_id": "k1", "rationale": "same dog", "confidence": 0.9},
-        {"decision": "attach", "concept_id": "k9", "rationale": "hallucinated", "confidence": 0.9},
-        {"decision": "reject", "concept_id": "", "rationale": "not a concept", "confidence": 0.8},
-        TimeoutError("endpoint timed out"),
-    )
-    router = Router(adjudicator=LLMAdjudicator(llm))
-    d = router.route(cand(), ambiguous, views)
-    assert (d.action, d.concept_id) == ("attach", "k1") and "same dog" in d.rationale
-    system, user, model = llm.prompts[0]
-    assert model is AdjudicationDecision and '"k1"' in user and '"k2"' not in user  # only the band is offered
-    assert router.route(cand(), ambiguous, views).reason_code == "adjudicator_invalid"
-    assert router.route(cand(), ambiguous, views).action == "reject"
-    d = router.route(cand(), ambiguous, views)
-    assert (d.action, d.reason_code) == ("create", "adjudicator_failed") and "TimeoutError" in d.rationale
-    # outside the band the adjudicator is never asked
-    assert router.route(cand(), [hit("k1", 0.95, 0.95)], views).action == "attach" and not llm.answers
-    assert_strict_schema(AdjudicationDecision)
-    assert "existing_concepts" in adjudication_prompt(cand(), [])[1]
 
 
 # ------------------------------------------------------------------------------------------------ retriever

@@ -6,11 +6,13 @@ from pydantic import Field
 from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.concepts.policy import ConceptPolicy
+from memory_core.memory_loop.adjudication import LLMAdjudicator
 from memory_core.memory_loop.loop import LoopConfig, consolidate
-from memory_core.memory_loop.report import ConsolidationReport
+from memory_core.memory_loop.report import RULE_ONLY, ConsolidationReport
 from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import RouterRules
 from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
 _RULES = RouterRules()
@@ -74,6 +76,10 @@ class ConsolidationConfig(dg.Config):
         default=0.7, description="concept confidence counted by high-confidence coverage"
     )
     purity_threshold: float = Field(default=0.70, description="concepts below count as impure")
+    llm_adjudicator: bool = Field(
+        default=True,
+        description="let the LLM decide the ambiguous band when one is configured (else: rule-only, create)",
+    )
 
     def loop_config(self) -> LoopConfig:
         return LoopConfig(
@@ -110,26 +116,34 @@ class ConsolidationConfig(dg.Config):
     group_name="consolidation",
     deps=["mentions"],
     kinds={"sqlite"},
+    pool="llm",
     description="Concept Memory Loop: each new mention, in time order, is retrieved against the concepts so far and "
-    "routed create / attach / refine / reject; every decision goes to the append-only action_log.",
+    "routed create / attach / refine / reject (an LLM adjudicates the ambiguous band when one is configured); "
+    "every decision goes to the append-only action_log.",
 )
 def canonical_concepts(
     context: dg.AssetExecutionContext,
     config: ConsolidationConfig,
     storage: MemoryStorage,
     embeddings: EmbeddingsResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
     home = storage.memory_home()
     embedder = embeddings.cached_embedder(home)
+    client = llm.build_client(home) if config.llm_adjudicator else None
+    adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
     with store.write_lock():
-        run = consolidate(store, embedder, loop_config, context.run_id, log_fn=context.log.info)
+        run = consolidate(
+            store, embedder, loop_config, context.run_id, adjudicator=adjudicator, log_fn=context.log.info
+        )
     report = ConsolidationReport.measure(
         store,
         embedder,
         run,
         loop_config.rules.as_dict(),
+        adjudicator=adjudicator.name if adjudicator else RULE_ONLY,
         high_confidence=config.high_confidence,
         purity_threshold=config.purity_threshold,
     )

@@ -57,6 +57,10 @@ from memory_core.store.schema import (
 
 STAGE = CONSOLIDATION_STAGE
 ACTOR = "memory_loop"
+# adjudications that ended without a usable answer are kept for offline analysis under their own stage (a
+# `memory_loop` residual would mark the mention rejected: it was not, the rule decided)
+ADJUDICATION_STAGE = "memory_loop_adjudication"
+_ADJUDICATION_FAULTS = {"adjudicator_failed": "failed", "adjudicator_invalid": "invalid"}
 _IN_CHUNK = 500
 
 
@@ -300,10 +304,21 @@ def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decisi
     batch.records.append(_decision_record(run_id, cand, None, d, None, None, now))
 
 
+def _count_adjudication(mem: _Memory, batch: _Batch, cand: Candidate, d: Decision, now) -> None:
+    answer = d.scores.get("adjudicator")
+    if answer is None:
+        return
+    fault = _ADJUDICATION_FAULTS.get(d.reason_code)
+    mem.report.adjudications[fault or answer["decision"]] += 1
+    if fault:
+        batch.residuals.append(_residual(ADJUDICATION_STAGE, cand, d, now))
+
+
 def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.ndarray, d: Decision) -> None:
     now = utcnow()
     index = mem.index
     mem.report.reasons[d.reason_code] += 1
+    _count_adjudication(mem, batch, cand, d, now)
     if d.action == "reject":
         _reject(mem, batch, run_id, cand, d, now)
         return

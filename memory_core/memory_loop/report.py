@@ -39,6 +39,8 @@ class LoopReport:
     actions: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
     reject_reasons: Counter = field(default_factory=Counter)
+    # adjudicated candidates by outcome: attach / create / reject (the answer), failed, invalid
+    adjudications: Counter = field(default_factory=Counter)
     relations_added: int = 0
     concepts_before: int = 0
     concepts_after: int = 0
@@ -77,6 +79,7 @@ class ConsolidationReport:
     concept_sample: str  # Markdown
     embedding_model: str
     router_rules: dict
+    adjudicator: str  # "llm:<model>" or RULE_ONLY
 
     @classmethod
     def measure(
@@ -85,6 +88,7 @@ class ConsolidationReport:
         embedder: Embedder,
         loop: LoopReport,
         router_rules: dict,
+        adjudicator: str = RULE_ONLY,
         high_confidence: float = 0.7,
         purity_threshold: float = 0.70,
     ) -> ConsolidationReport:
@@ -98,6 +102,7 @@ class ConsolidationReport:
             concept_sample=metrics.concept_sample(store),
             embedding_model=embedder.model_name,
             router_rules=router_rules,
+            adjudicator=adjudicator,
         )
 
     def summary(self) -> str:
@@ -142,7 +147,9 @@ class ConsolidationReport:
             "evidence_grounding": self.grounding["grounding"],
             "ungrounded_concepts": self.grounding["ungrounded_concepts"],
             "embedding_model": self.embedding_model,
-            "router_rules": {**self.router_rules, "adjudicator": RULE_ONLY},
+            "router_rules": {**self.router_rules, "adjudicator": self.adjudicator},
+            "adjudicator": self.adjudicator,
+            "adjudications": dict(sorted(run.adjudications.items())),
             "seconds": round(run.seconds, 3),
             "seconds_per_1k_mentions": round(per_1k, 3),
             "embedding_share": round(run.embedding_seconds / run.seconds, 4) if run.seconds else 0.0,

@@ -28,8 +28,11 @@ only ever meets concepts of its own family.
    candidate more confident than any of its evidence by `refine_margin` (`refine_weak`); a fact without a
    date takes a restatement that dates it (`refine_dated`). The prior state is kept in the log.
 5. In the ambiguous band (names: `ambiguous_score` ≤ fused < match; facts: `fact_ambiguous_similarity` ≤
-   cosine < match) an optional adjudicator decides; without one (the default) the candidate **creates** a
-   concept: a false split is repairable by the gardener's merge, a false attach pollutes a concept.
+   cosine < match) the adjudicator decides when there is one (the LLM, when one is configured: see
+   `adjudication.py`; its attach still goes through the refine/attach rules of 4, an answer naming a
+   concept that was not offered or a failed call falls back to create with the reason); without one the
+   candidate **creates** a concept: a false split is repairable by the gardener's merge, a false attach
+   pollutes a concept.
 6. Otherwise **create**.
 """
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory_core.concepts.names import normalise_name
+from memory_core.llm.base import LLMConfigurationError
 from memory_core.memory_loop import summaries
 from memory_core.memory_loop.adjudication import Adjudicator, ConceptOption
 from memory_core.memory_loop.candidates import Candidate
@@ -327,6 +331,8 @@ class Router:
         name = self.adjudicator.name
         try:
             answer = self.adjudicator.adjudicate(cand, options)
+        except LLMConfigurationError:
+            raise  # every further call would fail the same way: stop instead of deciding by rule
         except Exception as exc:  # an LLM fault must not stop the run: fall back to the rule, say why
             scores["adjudicator"] = {"name": name, "error": type(exc).__name__}
             return Decision(
