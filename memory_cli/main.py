@@ -226,7 +226,7 @@ def gardener_triage(ctx, name, quiet) -> None:
 def gardener_apply(ctx, name, dry_run, proposal_ids, categories, chooser, max_actions, quiet) -> None:
     """Phase 1 on corpus NAME's pending proposals (the `gardener_apply` job, run in this process)."""
     from memory_core.corpora import registered_source
-    from memory_core.gardener.report import REPORT_DIR
+    from memory_core.gardener import REPORT_DIR
 
     home = _home(ctx)
     registered_source(home, name)

@@ -14,14 +14,17 @@ from datetime import datetime
 
 from sqlalchemy import bindparam, insert, update
 
+from memory_core.concepts import action_log as log
+from memory_core.concepts.patches import apply_patch, concept_from_patch
+from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.store import evidence_row, insert_concepts
 from memory_core.ids import stable_uuid
 from memory_core.ingest.loader import ingest_file
-from memory_core.memory_loop import action_log as log
 from memory_core.memory_loop.candidates import Candidate
-from memory_core.memory_loop.concepts import ConceptPolicy, apply_patch, create_patch, evidence_patch
+from memory_core.memory_loop.patches import create_patch, evidence_patch
 from memory_core.segments import build_segments
 from memory_core.store.db import CorpusStore
-from memory_core.store.schema import canonical_concepts, concept_evidence, mentions
+from memory_core.store.schema import concept_evidence, mentions
 from tests.conftest import write_jsonl
 from tests.loop_samples import add_mentions, mention
 
@@ -181,27 +184,25 @@ def seed_concepts(store: CorpusStore, groups: dict[str, list[str]]) -> dict[str,
     now = datetime(2024, 5, 1)
     with store.staging.connect() as conn:
         rows = {r.mention_id: Candidate.from_row(r) for r in conn.execute(mentions.select())}
-    ids, records, concept_rows, evidence, links = {}, [], [], [], []
+    ids, records, concepts, evidence, links = {}, [], [], [], []
     for key, group in groups.items():
         first = rows[group[0]]
         cid = stable_uuid("concept", store.name, first.mention_id)
         ids[key] = cid
         patch = create_patch(cid, first, policy, now)
-        head: dict = {}
-        spans = apply_patch(head, patch)
+        concept, spans = concept_from_patch(patch)
         records.append(_record("create", cid, first, None, patch, now))
         for mention_id in group[1:]:
             cand = rows[mention_id]
-            prior, new = evidence_patch(head, cand, policy, now, duplicate=False)
-            spans += apply_patch(head, new)
+            prior, new = evidence_patch(concept, cand, policy, now, duplicate=False)
+            spans += apply_patch(concept, new)
             records.append(_record("attach", cid, cand, prior, new, now))
-        head.pop("evidence_append", None)
-        concept_rows.append({**head, "evidence_spans": spans})
+        concepts.append(concept)
         for mention_id, span in zip(group, spans, strict=True):
-            evidence.append(log.evidence_row(cid, mention_id, span))
+            evidence.append(evidence_row(cid, mention_id, span))
             links.append({"b_mention_id": mention_id, "b_concept_id": cid})
     with store.staging.begin() as conn:
-        conn.execute(insert(canonical_concepts), concept_rows)
+        insert_concepts(conn, concepts)
         conn.execute(insert(concept_evidence), evidence)
         conn.execute(
             update(mentions)

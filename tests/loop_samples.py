@@ -9,6 +9,7 @@ from sqlalchemy import insert, select
 
 from memory_core.ids import stable_uuid
 from memory_core.ingest.loader import ingest_file
+from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.segments import build_segments
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import mentions, messages, segments
@@ -219,6 +220,37 @@ MENTIONS = [
     ),  # refine the weak one
     mention("m12", "procrastination", "procrastination", "emotion", "a feeling", 0.6),  # reject: unknown type
 ]
+
+
+def concept(
+    concept_id: str = "k1",
+    title: str = "Max",
+    type_: str = "entity",
+    description: str = "Dana's dog",
+    state: str = "active",
+    aliases: list[str] | None = None,
+    first_seen: datetime = datetime(2024, 1, 5, 9, 0),
+    last_seen: datetime | None = None,
+) -> ConceptHypothesis:
+    """A stored concept as the router meets it (one piece of evidence, no relations)."""
+    return ConceptHypothesis(
+        concept_id=concept_id,
+        title=title,
+        type=type_,
+        description=description,
+        state=state,
+        trust="stable",
+        confidence=0.6,
+        aliases=list(aliases or []),
+        evidence_spans=[],
+        relations=[],
+        revision_count=0,
+        support_count=1,
+        first_seen=first_seen,
+        last_seen=last_seen or first_seen,
+        recorded_at=first_seen,
+        merged_into="",
+    )
 
 
 def build_corpus(store: CorpusStore, tmp_path) -> None:

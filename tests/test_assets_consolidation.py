@@ -10,6 +10,7 @@ from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
 from memory_core.store.schema import action_log, canonical_concepts
 from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 from tests.conftest import write_jsonl
 from tests.loop_samples import MENTIONS, add_mentions, jsonl_rows
@@ -28,6 +29,7 @@ def _materialize(instance, home, selection, run_config=None):
             **default_resources(),
             "storage": MemoryStorage(home=str(home.root)),
             "embeddings": EmbeddingsResource(provider="hashing"),
+            "llm": LLMResource(teacher="offline"),  # no LLM: the ambiguous band is decided by rule
         },
         run_config=run_config,
     )
@@ -58,6 +60,7 @@ def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
         and meta["compression"] == round(11 / 7, 3)
     )
     assert meta["embedding_model"] == "hashing-256" and "**garden planner app**" in meta["concept_sample"]
+    assert meta["adjudicator"] == meta["router_rules"]["adjudicator"] == "none (rule-only)"
     # Max and the refined tomato beds are active, Flutter (one mention) is weak
     assert "| entity | 2 | 1 | 3 |" in meta["concepts_by_type_and_state"]
     assert "| reject | generic_title | 1 |" in meta["decision_reasons"]

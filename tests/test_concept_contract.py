@@ -26,6 +26,7 @@ from memory_core.ontology.extraction import CandidateSpan, ConceptCandidate, Seg
 from memory_core.ontology.titles import fact_title, title_noise
 from memory_core.segments import build_segments
 from memory_core.store.schema import action_log, canonical_concepts, mentions, residuals
+from tests.loop_samples import concept
 
 T0 = datetime(2023, 5, 8, 13, 56)
 
@@ -128,13 +129,17 @@ def cand(title, type_="event", description="", confidence=0.7, told=T0, **kw) ->
     return Candidate(**base)
 
 
-def view(type_="event", title="Caroline went to a LGBTQ support group", description="", **kw) -> ConceptView:
-    base = dict(
-        concept_id="k1", title=title, type=type_, description=description or title + ".", aliases=[],
-        state="active", best_evidence_confidence=0.7, holds_span=False, first_seen=T0, last_seen=T0,
-    )  # fmt: skip
-    base.update(kw)
-    return ConceptView(**base)
+def view(
+    type_="event",
+    title="Caroline went to a LGBTQ support group",
+    description="",
+    state="active",
+    aliases=None,
+    best_evidence_confidence=0.7,
+    shares_participants=True,
+) -> ConceptView:
+    known = concept("k1", title, type_, description or title + ".", state, aliases, first_seen=T0)
+    return ConceptView(known, best_evidence_confidence, False, shares_participants)  # fmt: skip
 
 
 def hit(similarity, lexical=0.0, cid="k1") -> RetrievalHit:

@@ -106,6 +106,7 @@ CONFIGS: dict[str, Maps] = {
         own={
             "high_confidence": "threshold of the high-confidence coverage figure (metadata)",
             "purity_threshold": "threshold of the purity figure (metadata)",
+            "llm_adjudicator": "ask the llm resource's model in the ambiguous band when it has one",
         },
     ),
     "TopicsAssetConfig": Maps(

@@ -7,6 +7,8 @@ import json
 import pytest
 from sqlalchemy import select
 
+from memory_core.concepts import action_log
+from memory_core.concepts.store import table_hash
 from memory_core.embeddings import HashingEmbedder
 from memory_core.gardener import (
     ChooserRules,
@@ -21,12 +23,10 @@ from memory_core.gardener import (
     rollback_run,
     run_triage,
 )
-from memory_core.gardener.actions import ActionBuilder, EvidenceGroup, PlannedAction
-from memory_core.gardener.choosers import Choice, Chooser
 from memory_core.gardener.errors import GardenerError
-from memory_core.gardener.refactor import apply_action, run_refactor
-from memory_core.gardener.state import Workspace, table_hash
-from memory_core.memory_loop import action_log
+from memory_core.gardener.refactor import Choice, Chooser, apply_action, run_refactor
+from memory_core.gardener.refactor.actions import ActionBuilder, EvidenceGroup, PlannedAction
+from memory_core.gardener.refactor.state import Workspace
 from memory_core.store.schema import (
     action_log as action_log_table,
 )

@@ -7,11 +7,11 @@ import json
 
 from sqlalchemy import select
 
+from memory_core.concepts.store import table_hash
 from memory_core.embeddings import HashingEmbedder
 from memory_core.gardener import TriageConfig, apply_proposals, list_actions, run_triage
-from memory_core.gardener.llm_chooser import GardenerDecision, LLMChooser
-from memory_core.gardener.llm_triage import TriageReview
-from memory_core.gardener.state import table_hash
+from memory_core.gardener.refactor.llm_chooser import GardenerDecision, LLMChooser
+from memory_core.gardener.triage.llm_review import TriageReview
 from memory_core.ontology.strict import assert_strict_schema
 from memory_core.store.schema import lifecycle_proposals, llm_calls, residuals
 from memory_resources.llm import LLMResource

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, text, update
 
+from memory_core.concepts import LIVE_STATES, ConceptHypothesis, EvidenceSpan, metrics
+from memory_core.concepts import action_log as log
+from memory_core.concepts.patches import apply_patch
+from memory_core.concepts.store import concept_to_row, read_concepts
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
-from memory_core.memory_loop import action_log as log
-from memory_core.memory_loop import metrics
-from memory_core.memory_loop.adjudication import AdjudicationDecision, LLMAdjudicator, adjudication_prompt
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.loop import LoopConfig, consolidate
 from memory_core.memory_loop.retriever import ConceptIndex, RetrievalHit, RetrieverWeights
 from memory_core.memory_loop.router import ConceptView, Router, RouterRules
-from memory_core.ontology.strict import assert_strict_schema
 from memory_core.store.schema import (
     action_log,
     canonical_concepts,
@@ -25,7 +25,7 @@ from memory_core.store.schema import (
     messages,
     residuals,
 )
-from tests.loop_samples import MENTIONS, add_mentions, build_corpus, mention
+from tests.loop_samples import MENTIONS, add_mentions, build_corpus, concept, mention
 
 # the hashing embedder's cosines run lower than a sentence model's: a shared name needs less agreement
 HASHING = LoopConfig(rules=RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3), batch_size=4)
@@ -57,7 +57,7 @@ def cand(title="Max", type_="entity", description="Dana's dog", confidence=0.8, 
 def view(
     cid="k1", type_="entity", state="active", best=0.8, description="Dana's dog", holds_span=False
 ) -> ConceptView:
-    return ConceptView(cid, "Max", type_, description, [], state, best, holds_span)
+    return ConceptView(concept(cid, "Max", type_, description, state), best, holds_span)
 
 
 def hit(cid="k1", score=0.9, similarity=0.9, lexical=0.0) -> RetrievalHit:
@@ -133,45 +133,6 @@ def test_router_decisions_follow_the_rules():
     # the exact span is already evidence of the concept → attach without new evidence
     d = router.route(cand(), [hit()], {"k1": view(holds_span=True)})
     assert (d.action, d.reason_code, d.duplicate_span) == ("attach", "duplicate_span", True)
-
-
-class ScriptedLLM:
-    """A strict-schema client stand-in that answers from a script and records the prompts it got."""
-
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.prompts = []
-
-    def structured(self, system, user, response_model):
-        self.prompts.append((system, user, response_model))
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return response_model.model_validate(answer)
-
-
-def test_adjudicator_decides_the_ambiguous_band_only():
-    ambiguous = [hit("k1", 0.7, 0.6), hit("k2", 0.5, 0.4)]
-    views = {"k1": view("k1"), "k2": view("k2")}
-    llm = ScriptedLLM(
-        {"decision": "attach", "concept_id": "k1", "rationale": "same dog", "confidence": 0.9},
-        {"decision": "attach", "concept_id": "k9", "rationale": "hallucinated", "confidence": 0.9},
-        {"decision": "reject", "concept_id": "", "rationale": "not a concept", "confidence": 0.8},
-        TimeoutError("endpoint timed out"),
-    )
-    router = Router(adjudicator=LLMAdjudicator(llm))
-    d = router.route(cand(), ambiguous, views)
-    assert (d.action, d.concept_id) == ("attach", "k1") and "same dog" in d.rationale
-    system, user, model = llm.prompts[0]
-    assert model is AdjudicationDecision and '"k1"' in user and '"k2"' not in user  # only the band is offered
-    assert router.route(cand(), ambiguous, views).reason_code == "adjudicator_invalid"
-    assert router.route(cand(), ambiguous, views).action == "reject"
-    d = router.route(cand(), ambiguous, views)
-    assert (d.action, d.reason_code) == ("create", "adjudicator_failed") and "TimeoutError" in d.rationale
-    # outside the band the adjudicator is never asked
-    assert router.route(cand(), [hit("k1", 0.95, 0.95)], views).action == "attach" and not llm.answers
-    assert_strict_schema(AdjudicationDecision)
-    assert "existing_concepts" in adjudication_prompt(cand(), [])[1]
 
 
 # ------------------------------------------------------------------------------------------------ retriever
@@ -376,6 +337,24 @@ def test_action_log_is_append_only(corpus, home):
             conn.execute(text(statement))
 
 
+def test_the_concept_store_reads_and_writes_concept_hypotheses(corpus, home):
+    consolidate(corpus, _embedder(home), HASHING)
+    with corpus.staging.connect() as conn:
+        rows = {r["concept_id"]: dict(r) for r in conn.execute(select(canonical_concepts)).mappings()}
+        concepts = read_concepts(conn, states=LIVE_STATES)
+    assert set(concepts) == {cid for cid, r in rows.items() if r["state"] in LIVE_STATES} and concepts
+    for cid, c in concepts.items():
+        assert isinstance(c, ConceptHypothesis) and concept_to_row(c) == rows[cid]  # the row, exactly
+        assert rows[cid]["merged_into"] is None and c.merged_into == ""
+        assert c.evidence_spans and all(isinstance(s, EvidenceSpan) for s in c.evidence_spans)
+    # a patch's plain values become typed fields; a value outside the ontology is refused
+    c = next(iter(concepts.values()))
+    apply_patch(c, {"relations": [{"target_id": "k2", "relation": "supports", "confidence": 0.5}]})
+    assert c.relations[0].relation == "supports"
+    with pytest.raises(ValueError):
+        apply_patch(c, {"state": "forgotten"})
+
+
 def test_a_crashed_run_resumes_to_the_same_result(corpus, home, tmp_path, monkeypatch):
     reference = home.corpus("reference")
     build_corpus(reference, tmp_path)
@@ -443,7 +422,7 @@ def test_metrics_on_the_sample(corpus, home):
         4 / 15, abs=1e-4
     )
     assert tot["mentions_pending"] == 0
-    run = metrics.run_figures(report)
+    run = report.run_figures()
     assert run["churn"] == pytest.approx(1 / 7, abs=1e-4) and 0 < run["residual_novelty"] <= 1
     assert metrics.grounding(corpus)["grounding"] == 1.0
     sample = metrics.concept_sample(corpus)

@@ -28,12 +28,12 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from memory_core.concepts import metrics
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
 from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.stage import extract_corpus
 from memory_core.ingest.loader import ingest_file
-from memory_core.memory_loop import metrics
 from memory_core.memory_loop.loop import consolidate
 from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.segments import build_segments
@@ -149,7 +149,7 @@ def _figures(store, embedder, report) -> dict:
         **metrics.coverage(store),
         **{k: v for k, v in purity.items() if k != "purity_by_concept"},
         "grounding": metrics.grounding(store)["grounding"],
-        **metrics.run_figures(report),
+        **report.run_figures(),
         "actions": dict(report.actions),
         "decisions": {
             a: dict(sorted(c.items(), key=lambda kv: -kv[1])) for a, c in sorted(decisions.items())

@@ -3,24 +3,19 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import corpus_store, md_table
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
-from memory_core.memory_loop import metrics
-from memory_core.memory_loop.concepts import ConceptPolicy
+from memory_core.concepts.policy import ConceptPolicy
+from memory_core.memory_loop.adjudication import LLMAdjudicator
 from memory_core.memory_loop.loop import LoopConfig, consolidate
+from memory_core.memory_loop.report import RULE_ONLY, ConsolidationReport
 from memory_core.memory_loop.retriever import RetrieverWeights
-from memory_core.memory_loop.router import REFINE_REASONS, REJECT_REASONS, RouterRules
+from memory_core.memory_loop.router import RouterRules
 from memory_resources.embeddings import EmbeddingsResource
+from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
 _RULES = RouterRules()
-# reason code → the action it belongs to (create reasons are the rest)
-_ACTION_OF = {
-    **{code: "reject" for code in REJECT_REASONS},
-    **{code: "refine" for code in REFINE_REASONS},
-    "match": "attach",
-    "duplicate_span": "attach",
-}
 _WEIGHTS = RetrieverWeights()
 _POLICY = ConceptPolicy()
 
@@ -81,6 +76,10 @@ class ConsolidationConfig(dg.Config):
         default=0.7, description="concept confidence counted by high-confidence coverage"
     )
     purity_threshold: float = Field(default=0.70, description="concepts below count as impure")
+    llm_adjudicator: bool = Field(
+        default=True,
+        description="let the LLM decide the ambiguous band when one is configured (else: rule-only, create)",
+    )
 
     def loop_config(self) -> LoopConfig:
         return LoopConfig(
@@ -117,78 +116,40 @@ class ConsolidationConfig(dg.Config):
     group_name="consolidation",
     deps=["mentions"],
     kinds={"sqlite"},
+    pool="llm",
     description="Concept Memory Loop: each new mention, in time order, is retrieved against the concepts so far and "
-    "routed create / attach / refine / reject; every decision goes to the append-only action_log.",
+    "routed create / attach / refine / reject (an LLM adjudicates the ambiguous band when one is configured); "
+    "every decision goes to the append-only action_log.",
 )
 def canonical_concepts(
     context: dg.AssetExecutionContext,
     config: ConsolidationConfig,
     storage: MemoryStorage,
     embeddings: EmbeddingsResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
-    embedder = embeddings.cached_embedder(storage.memory_home())
+    home = storage.memory_home()
+    embedder = embeddings.cached_embedder(home)
+    client = llm.build_client(home) if config.llm_adjudicator else None
+    adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
     with store.write_lock():
-        report = consolidate(store, embedder, loop_config, run_id=context.run_id, log_fn=context.log.info)
-    totals = metrics.totals(store)
-    coverage = metrics.coverage(store, config.high_confidence)
-    purity = metrics.purity(store, embedder, config.purity_threshold)
-    grounding = metrics.grounding(store)
-    run = metrics.run_figures(report)
-    by_type = metrics.by_type_and_state(store)
-    per_1k = 1000 * report.seconds / report.processed if report.processed else 0.0
-    context.log.info(
-        f"{store.name}: {report.processed} mentions → {dict(report.actions)}; {totals['concepts']} concepts, "
-        f"purity {purity['purity']}, grounding {grounding['grounding']}"
+        run = consolidate(
+            store, embedder, loop_config, context.run_id, adjudicator=adjudicator, log_fn=context.log.info
+        )
+    report = ConsolidationReport.measure(
+        store,
+        embedder,
+        run,
+        loop_config.rules.as_dict(),
+        adjudicator=adjudicator.name if adjudicator else RULE_ONLY,
+        high_confidence=config.high_confidence,
+        purity_threshold=config.purity_threshold,
     )
-    return dg.MaterializeResult(
-        metadata={
-            "mentions_processed": report.processed,
-            "created": report.actions["create"],
-            "attached": report.actions["attach"],
-            "refined": report.actions["refine"],
-            "rejected": report.actions["reject"],
-            "relations_added": report.relations_added,
-            "decision_reasons": md_table(
-                [
-                    {"action": _ACTION_OF.get(k, "create"), "reason": k, "count": v}
-                    for k, v in report.reasons.most_common()
-                ]
-            ),
-            "concepts_by_type_and_state": md_table(
-                [
-                    {"type": r["type"], **{s: r.get(s, 0) for s in ("active", "weak", "total")}}
-                    for r in by_type
-                ]
-            ),
-            "concepts_before": report.concepts_before,
-            "concepts": totals["concepts"],
-            "concepts_active": totals["concepts_active"],
-            "concepts_weak": totals["concepts_weak"],
-            "mentions_total": totals["mentions"],
-            "mentions_pending": totals["mentions_pending"],
-            "compression": totals["compression"],
-            "residual_share": totals["residual_share"],
-            "run_residual_share": run["run_residual_share"],
-            "residual_novelty": run["residual_novelty"],
-            "churn": run["churn"],
-            "coverage": coverage["coverage"],
-            "high_confidence_coverage": coverage["high_confidence_coverage"],
-            "purity": purity["purity"],
-            "purity_min": purity["purity_min"],
-            "impure_concepts": purity["impure_concepts"],
-            "evidence_grounding": grounding["grounding"],
-            "ungrounded_concepts": grounding["ungrounded_concepts"],
-            "embedding_model": embedder.model_name,
-            "router_rules": dg.MetadataValue.json(
-                {**loop_config.rules.as_dict(), "adjudicator": "none (rule-only)"}
-            ),
-            "seconds": round(report.seconds, 3),
-            "seconds_per_1k_mentions": round(per_1k, 3),
-            "embedding_share": round(report.embedding_seconds / report.seconds, 4) if report.seconds else 0.0,
-            "retrieval_seconds": round(report.retrieval_seconds, 3),
-            "write_seconds": round(report.write_seconds, 3),
-            "concept_sample": dg.MetadataValue.md(metrics.concept_sample(store)),
-        }
+    context.log.info(f"{store.name}: {report.summary()}")
+    return materialize_result(
+        report,
+        tables={"decision_reasons": Table(), "concepts_by_type_and_state": Table()},
+        extra={"concept_sample": dg.MetadataValue.md(report.concept_sample)},
     )

@@ -1,104 +1,53 @@
-"""Contracts of the consolidation stage, as partitioned asset checks with explicit severity."""
+"""Contracts of the consolidation stage as partitioned asset checks with explicit severity (the logic is in
+core: `memory_core.concepts.checks`, `memory_core.memory_loop.checks`)."""
 
 import dagster as dg
-from sqlalchemy import func, select
 
-from memory_assets.common import check, corpus_store
+from memory_assets.common import corpus_check, corpus_store
 from memory_assets.consolidation.assets import canonical_concepts as concepts_asset
-from memory_assets.partitions import corpus_partitions
-from memory_core.memory_loop import action_log, metrics
-from memory_core.store import schema
+from memory_core.concepts import checks as concept_checks
+from memory_core.concepts.checks import PURITY_THRESHOLD
+from memory_core.memory_loop import checks as loop_checks
+from memory_core.reports import CheckResult
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.storage import MemoryStorage
 
-PURITY_THRESHOLD = 0.70
 
-
-@dg.asset_check(
-    asset=concepts_asset,
-    partitions_def=corpus_partitions,
+@corpus_check(
+    concepts_asset,
     blocking=True,
     description="evidence grounding 100%: every evidence span of every live concept equals its message text",
 )
-def evidence_grounding(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
-    g = metrics.grounding(corpus_store(context, storage))
-    return check(
-        g["ungrounded_concepts"] == 0,
-        dg.AssetCheckSeverity.ERROR,
-        grounding=g["grounding"],
-        concepts=g["concepts"],
-        evidence_spans=g["evidence_spans"],
-        ungrounded_concepts=g["ungrounded_concepts"],
-        bad_spans=dg.MetadataValue.json(g["bad_spans"]),
-    )
+def evidence_grounding(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
+    return concept_checks.evidence_grounding(corpus_store(context, storage))
 
 
-@dg.asset_check(
-    asset=concepts_asset,
-    partitions_def=corpus_partitions,
+@corpus_check(
+    concepts_asset,
+    # a quality target: it flags drift, it does not stop downstream stages
+    severity=dg.AssetCheckSeverity.WARN,
     description=f"concept purity > {PURITY_THRESHOLD}: mean pairwise cosine of the candidates each concept absorbed",
 )
 def concept_purity(
     context: dg.AssetCheckExecutionContext, storage: MemoryStorage, embeddings: EmbeddingsResource
-) -> dg.AssetCheckResult:
-    store = corpus_store(context, storage)
-    p = metrics.purity(store, embeddings.cached_embedder(storage.memory_home()), PURITY_THRESHOLD)
-    worst = sorted(p["purity_by_concept"].items(), key=lambda kv: kv[1])[:10]
-    return check(
-        p["purity"] > PURITY_THRESHOLD,
-        dg.AssetCheckSeverity.WARN,  # a quality target: it flags drift, it does not stop downstream stages
-        purity=p["purity"],
-        purity_min=p["purity_min"],
-        concepts_scored=p["concepts_scored"],
-        impure_concepts=p["impure_concepts"],
-        least_pure=dg.MetadataValue.json({cid: round(v, 4) for cid, v in worst}),
-    )
+) -> CheckResult:
+    embedder = embeddings.cached_embedder(storage.memory_home())
+    return concept_checks.concept_purity(corpus_store(context, storage), embedder)
 
 
-@dg.asset_check(
-    asset=concepts_asset,
-    partitions_def=corpus_partitions,
+@corpus_check(
+    concepts_asset,
     blocking=True,
     description="every mention is linked to a live concept or recorded as a residual; no link dangles",
 )
-def mentions_accounted(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
-    store = corpus_store(context, storage)
-    m, c = schema.mentions, schema.canonical_concepts
-    with store.staging.connect() as conn:
-        dangling = conn.execute(
-            select(func.count())
-            .select_from(m.outerjoin(c, c.c.concept_id == m.c.consolidated_id))
-            .where(m.c.consolidated_id.is_not(None), c.c.concept_id.is_(None))
-        ).scalar_one()
-    totals = metrics.totals(store)
-    return check(
-        totals["mentions_pending"] == 0 and dangling == 0,
-        dg.AssetCheckSeverity.ERROR,
-        mentions=totals["mentions"],
-        linked=totals["mentions_linked"],
-        rejected=totals["mentions_rejected"],
-        pending=totals["mentions_pending"],
-        dangling_links=dangling,
-    )
+def mentions_accounted(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
+    return loop_checks.mentions_accounted(corpus_store(context, storage))
 
 
-@dg.asset_check(
-    asset=concepts_asset,
-    partitions_def=corpus_partitions,
+@corpus_check(
+    concepts_asset,
     description="replaying the action_log over an empty store reproduces canonical_concepts and "
     "concept_evidence exactly (memory-loop and gardener actions alike)",
 )
-def action_log_replays(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> dg.AssetCheckResult:
-    store = corpus_store(context, storage)
-    with store.staging.connect() as conn:
-        diff = action_log.replay_differences(conn)
-    return check(
-        not diff["differing"] and diff["evidence_equal"],
-        dg.AssetCheckSeverity.ERROR,
-        concepts=diff["concepts"],
-        replayed=diff["replayed"],
-        differing=len(diff["differing"]),
-        evidence_rows=diff["evidence_rows"],
-        evidence_equal=diff["evidence_equal"],
-        examples=dg.MetadataValue.json(diff["differing"][:10]),
-    )
+def action_log_replays(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
+    return concept_checks.action_log_replays(corpus_store(context, storage))

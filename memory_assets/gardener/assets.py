@@ -4,14 +4,18 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import corpus_store, md_table
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
-from memory_core.gardener import RuleBasedChooser, TriageConfig, apply_proposals, run_triage
-from memory_core.gardener.choosers import ChooserRules
-from memory_core.gardener.errors import GardenerError
-from memory_core.gardener.llm_chooser import LLMChooser
-from memory_core.gardener.metrics import proposal_counts
-from memory_core.gardener.scoring import CATEGORIES
+from memory_core.gardener import (
+    CATEGORIES,
+    ChooserRules,
+    GardenerError,
+    LLMChooser,
+    RuleBasedChooser,
+    TriageConfig,
+    apply_proposals,
+    run_triage,
+)
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
@@ -79,38 +83,8 @@ def gardener_triage(
             run_id=context.run_id,
             llm_batch_size=config.llm_batch_size,
         )
-    counts = report.counts
-    context.log.info(f"{store.name}: {report.concepts} live concepts → proposals {counts}")
-    top = sorted(report.proposals, key=lambda p: -p.score)[:25]
-    llm_meta = report.llm.as_dict() if report.llm else {"model": "none (offline scoring only)"}
-    return dg.MaterializeResult(
-        metadata={
-            "concepts": report.concepts,
-            **{f"{k}_candidates": v for k, v in counts.items()},
-            "proposals_total": sum(counts.values()),
-            "mean_score": dg.MetadataValue.json(report.mean_scores()),
-            "written": dg.MetadataValue.json(dict(report.written)),
-            "proposals_by_status": dg.MetadataValue.json(proposal_counts(store)),
-            "concepts_unchanged": report.hash_before == report.hash_after,
-            "content_hash_before": report.hash_before,
-            "content_hash_after": report.hash_after,
-            "llm_review": dg.MetadataValue.json(llm_meta),
-            "manifest": dg.MetadataValue.path(report.manifest_path),
-            "top_proposals": md_table(
-                [
-                    {
-                        "category": p.category,
-                        "score": p.score,
-                        "rationale": p.rationale,
-                        "cited": len(p.cited_message_ids),
-                    }
-                    for p in top
-                ]
-            ),
-            "seconds": round(report.seconds, 3),
-            **report.timings,
-        }
-    )
+    context.log.info(f"{store.name}: {report.concepts} live concepts → proposals {report.counts}")
+    return materialize_result(report, tables={"top_proposals": Table()}, paths=("manifest",))
 
 
 class RefactorConfig(dg.Config):
@@ -188,38 +162,7 @@ def gardener_actions(
             purity_threshold=config.purity_threshold,
             log_fn=context.log.info,
         )
-    body = result.body
-    before, after = body["quality_before"], body["quality_after"] or {}
-    decisions = body["decisions"]
-    context.log.info(
-        f"{store.name}: {'dry run' if config.dry_run else 'applied'} — {body['actions_by_type']}, "
-        f"{body['execution_errors']} execution errors; report {result.markdown_path}"
-    )
-    return dg.MaterializeResult(
-        metadata={
-            "dry_run": config.dry_run,
-            "chooser": body["chooser"],
-            "proposals_considered": body["proposals_considered"],
-            "accepted": decisions.get("act", 0),
-            "rejected": decisions.get("reject", 0),
-            "stale": decisions.get("stale", 0),
-            "decisions_by_category": dg.MetadataValue.json(body["decisions_by_category"]),
-            "actions_by_type": dg.MetadataValue.json(body["actions_by_type"]),
-            "actions_total": sum(body["actions_by_type"].values()),
-            "execution_errors": body["execution_errors"],
-            "mean_rationale_chars": body["mean_rationale_chars"],
-            "merge_split_traceability": body["merge_split_traceability"],
-            "concepts_before": before.get("concepts", 0),
-            "concepts_after": after.get("concepts", before.get("concepts", 0) + body["concept_delta"]),
-            "purity_before": before.get("purity", 0.0),
-            "purity_after": after.get("purity", before.get("purity", 0.0)),
-            "anchored_rate_before": before.get("anchored_rate", 0.0),
-            "anchored_rate_after": after.get("anchored_rate", before.get("anchored_rate", 0.0)),
-            "content_hash_before": body["content_hash_before"],
-            "content_hash_after": body["content_hash_after"],
-            "llm_calls": body["llm_calls"],
-            "report": dg.MetadataValue.path(str(result.json_path)),
-            "report_md": dg.MetadataValue.md(result.markdown_path.read_text(encoding="utf-8")[:20000]),
-            "seconds": body["seconds"],
-        }
+    context.log.info(f"{store.name}: {result.summary()}")
+    return materialize_result(
+        result, paths=("report",), extra={"report_md": dg.MetadataValue.md(result.markdown())}
     )

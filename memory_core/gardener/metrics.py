@@ -3,7 +3,7 @@
 - anchored rate: share of live segments holding active evidence of a live *refined* concept — one that is
   more than its seed mention: corroborated by a second piece of evidence (support ≥ 2) or revised at least
   once (by the memory loop's refine or a gardener action). Target > 0.60.
-- concept purity: the memory loop's purity (mean pairwise cosine of the candidates each concept absorbed),
+- concept purity: the concept memory's purity (mean pairwise cosine of the candidates each concept absorbed),
   target > 0.70.
 - traceability: share of applied merge/split actions whose cited source ids are non-empty and all exist as
   messages. Target 100%.
@@ -15,20 +15,18 @@ from collections import Counter
 
 from sqlalchemy import func, or_, select
 
+from memory_core.concepts import metrics as concept_metrics
 from memory_core.embeddings.base import Embedder
-from memory_core.memory_loop import metrics as loop_metrics
-from memory_core.memory_loop.loop import LIVE_STATES
+from memory_core.gardener.common import existing_messages
+from memory_core.ontology.concepts import LIVE_STATES
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (
     canonical_concepts,
     concept_evidence,
     gardener_actions,
     lifecycle_proposals,
-    messages,
     segments,
 )
-
-_CHUNK = 500
 
 
 def anchored_rate(store: CorpusStore) -> dict:
@@ -71,15 +69,7 @@ def traceability(store: CorpusStore, run_id: str | None = None) -> dict:
         query = query.where(g.run_id == run_id)
     with store.staging.connect() as conn:
         rows = conn.execute(query).all()
-    cited = sorted({m for _, ids in rows for m in ids or []})
-    known: set[str] = set()
-    with store.source.connect() as conn:
-        for i in range(0, len(cited), _CHUNK):
-            known |= set(
-                conn.execute(
-                    select(messages.c.message_id).where(messages.c.message_id.in_(cited[i : i + _CHUNK]))
-                ).scalars()
-            )
+    known = existing_messages(store, (m for _, ids in rows for m in ids or []))
     untraced = [a for a, ids in rows if not ids or not set(ids) <= known]
     return {
         "merge_split_actions": len(rows),
@@ -91,9 +81,9 @@ def traceability(store: CorpusStore, run_id: str | None = None) -> dict:
 
 def quality(store: CorpusStore, embedder: Embedder, purity_threshold: float = 0.70) -> dict:
     """The figures a Phase 1 run is judged by, before and after it."""
-    purity = loop_metrics.purity(store, embedder, purity_threshold)
-    totals = loop_metrics.totals(store)
-    coverage = loop_metrics.coverage(store)
+    purity = concept_metrics.purity(store, embedder, purity_threshold)
+    totals = concept_metrics.totals(store)
+    coverage = concept_metrics.coverage(store)
     return {
         **anchored_rate(store),
         "purity": purity["purity"],

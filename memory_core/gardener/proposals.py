@@ -1,4 +1,5 @@
-"""`lifecycle_proposals`: the pending_review staging area of Phase 0, and its lifecycle.
+"""`lifecycle_proposals`: the pending_review staging area Phase 0 writes and Phase 1 works through, and its
+lifecycle.
 
 Ids are deterministic (category + concept ids), so rerunning triage over the same state changes nothing:
 a pending proposal is updated only when its content changed; one no longer proposed becomes `stale`;
@@ -8,17 +9,44 @@ one a Phase 1 run already decided (`applied`, `rejected`, `rolled_back`) is left
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, update
 
 from memory_core.gardener.errors import GardenerError
-from memory_core.gardener.scoring import ScoredProposal
+from memory_core.ids import stable_uuid
+from memory_core.ontology.lifecycle import LifecycleProposal
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import lifecycle_proposals
 
+CATEGORIES = ("merge", "split", "macro_concept", "noise")
 PENDING = "pending_review"
 CONTENT_FIELDS = ("category", "concept_ids", "score", "rationale", "cited_message_ids", "proposer", "payload")
+
+
+@dataclass
+class ScoredProposal:
+    category: str
+    concept_ids: list[str]  # merge: the canonical concept first
+    score: float
+    rationale: str
+    cited_message_ids: list[str]
+    payload: dict = field(default_factory=dict)
+    proposer: str = "offline"
+
+    def proposal_id(self, corpus: str) -> str:
+        """Deterministic: the same category over the same concepts is the same proposal on every run."""
+        return stable_uuid("lifecycle_proposal", corpus, self.category, *sorted(self.concept_ids))
+
+    def as_model(self) -> LifecycleProposal:
+        return LifecycleProposal(
+            category=self.category,
+            concept_ids=list(self.concept_ids),
+            score=self.score,
+            rationale=self.rationale,
+            cited_message_ids=list(self.cited_message_ids),
+        )
 
 
 def write_proposals(

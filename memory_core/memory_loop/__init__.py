@@ -1,17 +1,23 @@
 """The Concept Memory Loop (DESIGN §4.4): mentions → retriever → router → ActionLog → canonical concepts.
 
+One stage: it builds on the shared `memory_core.concepts` (the concept store, the ActionLog, the policy,
+name normalisation) and no other stage imports it.
+
 - `candidates`: a mention as the loop sees it; `retriever`: fused top-k over the in-memory concept index;
 - `router`: create / attach / refine / reject rules, `adjudication`: the optional LLM for the ambiguous band;
-- `concepts`: concept heads and the patches decisions become; `action_log`: append-only log and its replay;
-- `loop.consolidate`: the batch driver; `metrics`: coverage, purity, grounding, compression, churn.
+- `patches`: the patches decisions become; `summaries`, `valid_time`: name descriptions and fact times;
+- `loop.consolidate`: the batch driver; `report`: the run's report and the figures after it;
+  `checks`: the stage's contracts.
 """
 
-from memory_core.memory_loop.loop import LoopConfig, LoopReport, consolidate
+from memory_core.memory_loop.loop import LoopConfig, consolidate
+from memory_core.memory_loop.report import ConsolidationReport, LoopReport
 from memory_core.memory_loop.retriever import ConceptIndex, RetrievalHit, RetrieverWeights
 from memory_core.memory_loop.router import Decision, Router, RouterRules
 
 __all__ = [
     "ConceptIndex",
+    "ConsolidationReport",
     "Decision",
     "LoopConfig",
     "LoopReport",

@@ -2,15 +2,15 @@
 
 When a candidate's best compatible concept scores between the ambiguous and the attach thresholds, rules
 alone cannot tell "the same concept, phrased differently" from "a neighbour". An adjudicator may then
-choose attach (to one of the offered concepts), create or reject. The default is rule-only (no
-adjudicator): the router creates, which keeps concepts pure and leaves merges to the gardener.
+choose attach (to one of the offered concepts), create or reject. Without one the router creates, which
+keeps concepts pure and leaves merges to the gardener.
 
-`LLMAdjudicator` works with any strict-schema client exposing
-
-    structured(system: str, user: str, response_model: type[M]) -> M
-
-(the project's LLM client: constrained decoding against the strict Pydantic model below, with caching,
-retries and accounting on the client's side).
+`LLMAdjudicator` asks the project's strict client (`memory_core.llm.LLMClient`): the prompt
+(`adjudication_request`) is paired with its strict response model (`AdjudicationDecision`), the client
+retries transport failures and feeds validation errors back once, the cached client answers a repeated
+question from the cache, and every call is accounted in `llm_calls` (stage `memory_loop`) as soon as it
+returns. A call that ends without a valid answer raises `AdjudicationFailed`: the router then decides by its
+rule and says why, and the loop records the failure as a residual.
 """
 
 from __future__ import annotations
@@ -18,18 +18,20 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from memory_core.errors import MemoryOSError
+from memory_core.llm.accounting import call_row, record_calls
+from memory_core.llm.base import LLMClient, StructuredRequest
 from memory_core.memory_loop.candidates import Candidate
+from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.ontology.strict import StrictBase
+from memory_core.store.db import CorpusStore
 
-M = TypeVar("M", bound=BaseModel)
-
-
-class StructuredLLM(Protocol):
-    def structured(self, system: str, user: str, response_model: type[M]) -> M: ...
+PROMPT_ID = "concept-adjudication/v1"
+STAGE = "memory_loop"
 
 
 class AdjudicationDecision(StrictBase):
@@ -57,12 +59,14 @@ ADJUDICATION_SYSTEM = (
 
 @dataclass(frozen=True)
 class ConceptOption:
-    concept_id: str
-    title: str
-    type: str
-    description: str
-    aliases: tuple[str, ...]
+    """A concept offered to the adjudicator, with the retriever's scores for the candidate."""
+
+    concept: ConceptHypothesis
     scores: dict
+
+
+class AdjudicationFailed(MemoryOSError):
+    """The adjudicator gave no usable answer (the router falls back to its rule)."""
 
 
 def adjudication_prompt(candidate: Candidate, options: list[ConceptOption]) -> tuple[str, str]:
@@ -77,17 +81,26 @@ def adjudication_prompt(candidate: Candidate, options: list[ConceptOption]) -> t
         },
         "existing_concepts": [
             {
-                "concept_id": o.concept_id,
-                "title": o.title,
-                "type": o.type,
-                "description": o.description,
-                "aliases": list(o.aliases),
+                "concept_id": o.concept.concept_id,
+                "title": o.concept.title,
+                "type": o.concept.type,
+                "description": o.concept.description,
+                "aliases": list(o.concept.aliases),
                 "similarity": o.scores.get("similarity"),
             }
             for o in options
         ],
     }
     return ADJUDICATION_SYSTEM, json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def adjudication_request(
+    candidate: Candidate, options: list[ConceptOption]
+) -> StructuredRequest[AdjudicationDecision]:
+    system, user = adjudication_prompt(candidate, options)
+    return StructuredRequest(
+        prompt_id=PROMPT_ID, system=system, user=user, response_model=AdjudicationDecision
+    )
 
 
 class Adjudicator(ABC):
@@ -99,10 +112,21 @@ class Adjudicator(ABC):
 
 
 class LLMAdjudicator(Adjudicator):
-    def __init__(self, client: StructuredLLM, name: str = "llm"):
+    """Adjudication by an LLM through the strict client; calls are accounted in `store`'s `llm_calls`."""
+
+    def __init__(self, client: LLMClient, store: CorpusStore | None = None):
         self.client = client
-        self.name = name
+        self.store = store
+        self.name = f"llm:{client.model}"
+        self.calls = 0
+        self.cache_hits = 0
 
     def adjudicate(self, candidate: Candidate, options: list[ConceptOption]) -> AdjudicationDecision:
-        system, user = adjudication_prompt(candidate, options)
-        return self.client.structured(system=system, user=user, response_model=AdjudicationDecision)
+        result = self.client.structured(adjudication_request(candidate, options))
+        self.calls += 1
+        self.cache_hits += int(result.cache_hit)
+        if self.store is not None:
+            record_calls(self.store.staging, [call_row(result, STAGE, candidate.segment_id)])
+        if not result.ok:
+            raise AdjudicationFailed(f"LLM {result.outcome}: {result.error[:300]}")
+        return result.parsed

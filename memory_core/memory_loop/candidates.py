@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_core.concepts.names import normalise_name
 from memory_core.ontology.concepts import FACT_TYPES, concept_embedding_key
 from memory_core.ontology.titles import fact_title
-
-_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
-
-
-def normalise_name(text: str) -> str:
-    """Lower case, punctuation to spaces, single spaces: how titles and aliases are compared."""
-    return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 
 @dataclass(frozen=True)
@@ -82,7 +75,7 @@ class Candidate:
         return out
 
     def evidence_span(self) -> dict:
-        """The `EvidenceSpan` this candidate contributes (the ontology's field names)."""
+        """The `EvidenceSpan` this candidate contributes, as a patch states it (the ontology's field names)."""
         return {
             "source_id": self.segment_id,
             "message_id": self.message_id,

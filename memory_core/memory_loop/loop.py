@@ -2,9 +2,10 @@
 
 Mentions are processed in chronological order (message time, then message, then span), each against the
 concepts as they stand after every earlier decision (progressive alignment against the evolving
-consensus): retrieve → route → apply. Decisions are written per batch in one staging transaction: the
-ActionLog rows, the new/changed concepts (evidence spans appended), `concept_evidence` rows, the hard link
-`mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
+consensus): retrieve → route → apply. The loop holds the live concepts as `ConceptHypothesis` objects (read
+and written through the concept store) and applies each decision's patch to them. Decisions are written per
+batch in one staging transaction: the ActionLog rows, the new/changed concepts, `concept_evidence` rows,
+the hard link `mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
 residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch.
 
 The loop also knows who takes part in each conversation (message authors): a candidate only meets concepts
@@ -18,23 +19,32 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sqlalchemy import Text, and_, bindparam, cast, exists, func, insert, select, update
 
+from memory_core.concepts import action_log as log
+from memory_core.concepts.patches import apply_patch, concept_from_patch
+from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.store import (
+    CONSOLIDATION_STAGE,
+    evidence_row,
+    insert_concepts,
+    read_concepts,
+    update_concepts,
+)
 from memory_core.embeddings.base import Embedder
 from memory_core.ids import stable_uuid
-from memory_core.memory_loop import action_log as log
 from memory_core.memory_loop.adjudication import Adjudicator
 from memory_core.memory_loop.candidates import Candidate
-from memory_core.memory_loop.concepts import ConceptPolicy, apply_patch, create_patch, evidence_patch
+from memory_core.memory_loop.patches import create_patch, evidence_patch
+from memory_core.memory_loop.report import LoopReport
 from memory_core.memory_loop.retriever import ConceptIndex, RetrieverWeights
 from memory_core.memory_loop.router import ConceptView, Decision, Router, RouterRules
 from memory_core.memory_loop.summaries import usage_context
-from memory_core.ontology.concepts import NAME_TYPES, RELATION_TYPES, concept_embedding_key
+from memory_core.ontology.concepts import LIVE_STATES, NAME_TYPES, RELATION_TYPES, ConceptHypothesis
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     canonical_concepts,
@@ -45,11 +55,13 @@ from memory_core.store.schema import (
     segments,
 )
 
-STAGE = "memory_loop"
+STAGE = CONSOLIDATION_STAGE
 ACTOR = "memory_loop"
-LIVE_STATES = ("active", "weak")
+# adjudications that ended without a usable answer are kept for offline analysis under their own stage (a
+# `memory_loop` residual would mark the mention rejected: it was not, the rule decided)
+ADJUDICATION_STAGE = "memory_loop_adjudication"
+_ADJUDICATION_FAULTS = {"adjudicator_failed": "failed", "adjudicator_invalid": "invalid"}
 _IN_CHUNK = 500
-HEAD_COLUMNS = [c for c in canonical_concepts.c if c.name != "evidence_spans"]
 
 
 @dataclass
@@ -60,40 +72,20 @@ class LoopConfig:
     batch_size: int = 256
 
 
-@dataclass
-class LoopReport:
-    run_id: str
-    pending: int = 0
-    processed: int = 0
-    actions: Counter = field(default_factory=Counter)
-    reasons: Counter = field(default_factory=Counter)
-    reject_reasons: Counter = field(default_factory=Counter)
-    relations_added: int = 0
-    concepts_before: int = 0
-    concepts_after: int = 0
-    refined_concepts: set[str] = field(default_factory=set)
-    residual_novelty: list[float] = field(default_factory=list)
-    batches: int = 0
-    seconds: float = 0.0
-    embedding_seconds: float = 0.0
-    retrieval_seconds: float = 0.0
-    write_seconds: float = 0.0
-
-
 def _chunks(items: list, size: int = _IN_CHUNK):
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
 class _Memory:
-    """The loop's working state: concept heads, the retriever index, what is stored already."""
+    """The loop's working state: the live concepts, the retriever index, what is stored already."""
 
     def __init__(self, store: CorpusStore, embedder: Embedder, config: LoopConfig, report: LoopReport):
         self.store = store
         self.embedder = embedder
         self.config = config
         self.report = report
-        self.heads: dict[str, dict] = {}
+        self.concepts: dict[str, ConceptHypothesis] = {}
         self.best_evidence: dict[str, float] = {}
         self.held_spans: set[tuple[str, str, int, int]] = set()
         self.persisted: set[str] = set()
@@ -113,13 +105,12 @@ class _Memory:
 
     def load(self) -> None:
         with self.store.staging.connect() as conn:
-            for row in conn.execute(
-                select(*HEAD_COLUMNS)
-                .where(canonical_concepts.c.state.in_(LIVE_STATES))
-                .order_by(canonical_concepts.c.first_seen, canonical_concepts.c.concept_id)
-            ).mappings():
-                self.heads[row["concept_id"]] = dict(row)
-            self.persisted = set(self.heads)
+            self.concepts = read_concepts(
+                conn,
+                states=LIVE_STATES,
+                order_by=(canonical_concepts.c.first_seen, canonical_concepts.c.concept_id),
+            )
+            self.persisted = set(self.concepts)
             for r in conn.execute(
                 select(
                     concept_evidence.c.concept_id,
@@ -129,7 +120,7 @@ class _Memory:
                     concept_evidence.c.confidence,
                 )
             ):
-                if r.concept_id in self.heads:
+                if r.concept_id in self.concepts:
                     self.held_spans.add((r.concept_id, r.message_id, r.span_start, r.span_end))
                     self.best_evidence[r.concept_id] = max(
                         self.best_evidence.get(r.concept_id, 0.0), r.confidence
@@ -142,15 +133,11 @@ class _Memory:
                     mentions.c.message_created_at,
                 ).where(mentions.c.consolidated_id.is_not(None))
             ).all()
-        ids = list(self.heads)
-        keys = [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
-        vectors = self.embed(keys) if ids else []
+        ids = list(self.concepts)
+        vectors = self.embed([self.concepts[c].embedding_key for c in ids]) if ids else []
         self.index = ConceptIndex(self.config.weights, capacity=max(1024, 2 * len(ids)))
         for i, cid in enumerate(ids):
-            h = self.heads[cid]
-            self.index.add(
-                cid, vectors[i], h["type"], [h["title"], *h["aliases"]], h["first_seen"], h["last_seen"]
-            )
+            self.index_concept(cid, vectors[i])
         with self.store.source.connect() as conn:
             pairs = conn.execute(
                 select(
@@ -167,12 +154,16 @@ class _Memory:
                 self.people.setdefault(cid, set()).update(self.participants.get(conversation_id, ()))
         self.report.concepts_before = len(ids)
 
+    def index_concept(self, cid: str, vector: np.ndarray) -> None:
+        c = self.concepts[cid]
+        self.index.add(cid, vector, c.type, [c.title, *c.aliases], c.first_seen, c.last_seen)
+
     def refresh_vectors(self) -> None:
         """Embed the keys of the concepts changed in this batch, in one call (not one call per concept)."""
         if not self.stale:
             return
         ids = sorted(self.stale)
-        keys = [concept_embedding_key(self.heads[c]["title"], self.heads[c]["description"]) for c in ids]
+        keys = [self.concepts[c].embedding_key for c in ids]
         for cid, vector in zip(ids, self.embed(keys), strict=True):
             self.index.set_vector(cid, vector)
         self.stale.clear()
@@ -183,19 +174,11 @@ class _Memory:
         return not mine or not theirs or bool(mine & theirs)
 
     def view(self, cid: str, cand: Candidate) -> ConceptView:
-        h = self.heads[cid]
         return ConceptView(
-            cid,
-            h["title"],
-            h["type"],
-            h["description"],
-            h["aliases"],
-            h["state"],
-            self.best_evidence.get(cid, 0.0),
-            (cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
-            h["first_seen"],
-            h["last_seen"],
-            self.shares_participants(cid, cand.conversation_id),
+            self.concepts[cid],
+            best_evidence_confidence=self.best_evidence.get(cid, 0.0),
+            holds_span=(cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
+            shares_participants=self.shares_participants(cid, cand.conversation_id),
         )
 
 
@@ -249,7 +232,6 @@ class _Batch:
     records: list[log.ActionRecord] = field(default_factory=list)
     new_concepts: list[str] = field(default_factory=list)
     changed: set[str] = field(default_factory=set)
-    spans: dict[str, list[dict]] = field(default_factory=dict)
     evidence: list[dict] = field(default_factory=list)
     links: list[dict] = field(default_factory=list)
     residuals: list[dict] = field(default_factory=list)
@@ -259,34 +241,8 @@ def _flush(mem: _Memory, batch: _Batch) -> None:
     started = time.perf_counter()
     existing = [c for c in batch.changed if c in mem.persisted]
     with mem.store.staging.begin() as conn:
-        if existing:
-            stored: dict[str, list] = {}
-            for chunk in _chunks(existing):
-                for r in conn.execute(
-                    select(canonical_concepts.c.concept_id, canonical_concepts.c.evidence_spans).where(
-                        canonical_concepts.c.concept_id.in_(chunk)
-                    )
-                ):
-                    stored[r.concept_id] = list(r.evidence_spans or [])
-            cols = [c.name for c in HEAD_COLUMNS if c.name != "concept_id"]
-            stmt = (
-                update(canonical_concepts)
-                .where(canonical_concepts.c.concept_id == bindparam("b_concept_id"))
-                .values({name: bindparam(f"b_{name}") for name in [*cols, "evidence_spans"]})
-            )
-            params = []
-            for cid in existing:
-                head = mem.heads[cid]
-                p = {f"b_{name}": head[name] for name in cols}
-                p["b_concept_id"] = cid
-                p["b_evidence_spans"] = stored[cid] + batch.spans.get(cid, [])
-                params.append(p)
-            conn.execute(stmt, params)
-        if batch.new_concepts:
-            conn.execute(
-                insert(canonical_concepts),
-                [{**mem.heads[c], "evidence_spans": batch.spans.get(c, [])} for c in batch.new_concepts],
-            )
+        update_concepts(conn, [mem.concepts[c] for c in existing])
+        insert_concepts(conn, [mem.concepts[c] for c in batch.new_concepts])
         if batch.evidence:
             conn.execute(insert(concept_evidence), batch.evidence)
         if batch.links:
@@ -322,64 +278,74 @@ def _decision_record(
     )
 
 
-def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decision, now) -> None:
-    mem.report.actions["reject"] += 1
-    mem.report.reject_reasons[d.reason_code] += 1
+def _residual(stage: str, cand: Candidate, d: Decision, now) -> dict:
     payload = {
         "title": cand.title,
         "type": cand.type,
         "description": cand.description,
         "confidence": cand.confidence,
     }
-    batch.residuals.append(
-        dict(
-            stage=STAGE,
-            segment_id=cand.segment_id,
-            message_id=cand.message_id,
-            mention_id=cand.mention_id,
-            reason_code=d.reason_code,
-            reason=d.rationale,
-            payload={**payload, "scores": d.scores},
-            recorded_at=now,
-        )
+    return dict(
+        stage=stage,
+        segment_id=cand.segment_id,
+        message_id=cand.message_id,
+        mention_id=cand.mention_id,
+        reason_code=d.reason_code,
+        reason=d.rationale,
+        payload={**payload, "scores": d.scores},
+        recorded_at=now,
     )
+
+
+def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decision, now) -> None:
+    mem.report.actions["reject"] += 1
+    mem.report.reject_reasons[d.reason_code] += 1
+    batch.residuals.append(_residual(STAGE, cand, d, now))
     batch.records.append(_decision_record(run_id, cand, None, d, None, None, now))
+
+
+def _count_adjudication(mem: _Memory, batch: _Batch, cand: Candidate, d: Decision, now) -> None:
+    answer = d.scores.get("adjudicator")
+    if answer is None:
+        return
+    fault = _ADJUDICATION_FAULTS.get(d.reason_code)
+    mem.report.adjudications[fault or answer["decision"]] += 1
+    if fault:
+        batch.residuals.append(_residual(ADJUDICATION_STAGE, cand, d, now))
 
 
 def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.ndarray, d: Decision) -> None:
     now = utcnow()
     index = mem.index
     mem.report.reasons[d.reason_code] += 1
+    _count_adjudication(mem, batch, cand, d, now)
     if d.action == "reject":
         _reject(mem, batch, run_id, cand, d, now)
         return
     if d.action == "create":
         cid = stable_uuid("concept", mem.store.name, cand.mention_id)
         patch = create_patch(cid, cand, mem.config.policy, now)
-        head: dict = {}
-        spans = apply_patch(head, patch)
-        mem.heads[cid] = head
-        if concept_embedding_key(head["title"], head["description"]) != cand.embedding_key:
+        concept, spans = concept_from_patch(patch)
+        mem.concepts[cid] = concept
+        if concept.embedding_key != cand.embedding_key:
             mem.stale.add(cid)  # a canonical title or a usage context: its own key, embedded with the batch
-        index.add(
-            cid, vec, head["type"], [head["title"], *head["aliases"]], head["first_seen"], head["last_seen"]
-        )
+        mem.index_concept(cid, vec)
         batch.new_concepts.append(cid)
         batch.records.append(_decision_record(run_id, cand, cid, d, None, patch, now))
     else:
         cid = d.concept_id
-        head = mem.heads[cid]
+        concept = mem.concepts[cid]
         prior, patch = evidence_patch(
-            head,
+            concept,
             cand,
             mem.config.policy,
             now,
             duplicate=d.duplicate_span,
             description=d.description if d.action == "refine" else None,
         )
-        spans = apply_patch(head, patch)
+        spans = apply_patch(concept, patch)
         if "aliases" in patch:
-            index.set_names(cid, [head["title"], *head["aliases"]])
+            index.set_names(cid, [concept.title, *concept.aliases])
         if d.action == "refine":
             mem.stale.add(cid)
             mem.report.refined_concepts.add(cid)
@@ -389,10 +355,9 @@ def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.nd
     index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
     mem.people.setdefault(cid, set()).update(mem.participants.get(cand.conversation_id, ()))
     for span in spans:
-        mem.held_spans.add((cid, span["message_id"], span["char_start"], span["char_end"]))
-        mem.best_evidence[cid] = max(mem.best_evidence.get(cid, 0.0), span["confidence"])
-        batch.spans.setdefault(cid, []).append(span)
-        batch.evidence.append(log.evidence_row(cid, cand.mention_id, span))
+        mem.held_spans.add((cid, span.message_id, span.char_start, span.char_end))
+        mem.best_evidence[cid] = max(mem.best_evidence.get(cid, 0.0), span.confidence)
+        batch.evidence.append(evidence_row(cid, cand.mention_id, span))
     batch.links.append({"b_mention_id": cand.mention_id, "b_concept_id": cid})
 
 
@@ -408,15 +373,15 @@ def _resolve_relations(mem: _Memory, run_id: str) -> None:
             )
         ).all()
     for cid, message_id, relations in rows:
-        if cid not in mem.heads:
+        if cid not in mem.concepts:
             continue
-        current = {(r["target_id"], r["relation"]): r["confidence"] for r in mem.heads[cid]["relations"]}
+        current = {(r.target_id, r.relation): r.confidence for r in mem.concepts[cid].relations}
         for rel in relations or []:
             if rel.get("relation") not in RELATION_TYPES:
                 continue
             targets = sorted(
                 index.concepts_named(rel.get("target_title", "")) - {cid},
-                key=lambda t: (-mem.heads[t]["support_count"], t),
+                key=lambda t: (-mem.concepts[t].support_count, t),
             )
             if not targets:
                 continue
@@ -431,20 +396,20 @@ def _resolve_relations(mem: _Memory, run_id: str) -> None:
     batch = _Batch()
     now = utcnow()
     for cid in sorted(added):
-        head = mem.heads[cid]
-        merged = {(r["target_id"], r["relation"]): r["confidence"] for r in head["relations"]}
+        concept = mem.concepts[cid]
+        merged = {(r.target_id, r.relation): r.confidence for r in concept.relations}
         merged.update(added[cid])
         relations = [
             {"target_id": t, "relation": rel, "confidence": c} for (t, rel), c in sorted(merged.items())
         ]
-        prior = {"relations": head["relations"], "recorded_at": head["recorded_at"]}
+        prior = {"relations": [r.model_dump() for r in concept.relations], "recorded_at": concept.recorded_at}
         patch = {"relations": relations, "recorded_at": now}
-        apply_patch(head, patch)
+        apply_patch(concept, patch)
         batch.changed.add(cid)
         mem.report.relations_added += len(added[cid])
         rationale = (
             "typed relations proposed by the extractor, targets resolved by exact title/alias: "
-            + ", ".join(f"{rel} → {mem.heads[t]['title']}" for (t, rel) in sorted(added[cid]))
+            + ", ".join(f"{rel} → {mem.concepts[t].title}" for (t, rel) in sorted(added[cid]))
         )
         batch.records.append(
             log.ActionRecord(
@@ -515,12 +480,12 @@ def consolidate(
         mem.refresh_vectors()
         _flush(mem, batch)
         if log_fn:
-            log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.heads)} concepts")
+            log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.concepts)} concepts")
     _resolve_relations(mem, report.run_id)
     if rejected_vectors:
         report.residual_novelty = [
             round(1.0 - float(s), 4) for s in mem.index.max_similarity(np.stack(rejected_vectors))
         ]
-    report.concepts_after = len(mem.heads)
+    report.concepts_after = len(mem.concepts)
     report.seconds = time.perf_counter() - started
     return report

@@ -22,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memory_core.memory_loop.candidates import normalise_name
+from memory_core.concepts.names import normalise_name
 
 _STOPWORDS = frozenset(
     "a an and the of to in on for with my our your his her their its at by from is".split()

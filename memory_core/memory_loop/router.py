@@ -28,23 +28,27 @@ only ever meets concepts of its own family.
    candidate more confident than any of its evidence by `refine_margin` (`refine_weak`); a fact without a
    date takes a restatement that dates it (`refine_dated`). The prior state is kept in the log.
 5. In the ambiguous band (names: `ambiguous_score` ≤ fused < match; facts: `fact_ambiguous_similarity` ≤
-   cosine < match) an optional adjudicator decides; without one (the default) the candidate **creates** a
-   concept: a false split is repairable by the gardener's merge, a false attach pollutes a concept.
+   cosine < match) the adjudicator decides when there is one (the LLM, when one is configured: see
+   `adjudication.py`; its attach still goes through the refine/attach rules of 4, an answer naming a
+   concept that was not offered or a failed call falls back to create with the reason); without one the
+   candidate **creates** a concept: a false split is repairable by the gardener's merge, a false attach
+   pollutes a concept.
 6. Otherwise **create**.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
+from memory_core.concepts.names import normalise_name
+from memory_core.llm.base import LLMConfigurationError
 from memory_core.memory_loop import summaries
 from memory_core.memory_loop.adjudication import Adjudicator, ConceptOption
-from memory_core.memory_loop.candidates import Candidate, normalise_name
+from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.retriever import RetrievalHit
 from memory_core.memory_loop.valid_time import compatible as times_compatible
 from memory_core.memory_loop.valid_time import described_interval, interval
-from memory_core.ontology.concepts import CONCEPT_TYPES, type_family
+from memory_core.ontology.concepts import CONCEPT_TYPES, ConceptHypothesis, type_family
 from memory_core.ontology.titles import title_noise
 
 REJECT_REASONS = ("message_missing", "span_unverified", "segment_superseded", "unknown_type", "low_confidence",
@@ -102,20 +106,14 @@ class Decision:
     description: str | None = None  # a refine's new description
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConceptView:
-    """What the router needs to know of a concept."""
+    """A concept as the router sees it for one candidate: the concept, and what the loop knows of it
+    relative to the candidate."""
 
-    concept_id: str
-    title: str
-    type: str
-    description: str
-    aliases: list[str]
-    state: str
+    concept: ConceptHypothesis
     best_evidence_confidence: float
     holds_span: bool  # the concept already has the candidate's exact span as evidence
-    first_seen: datetime | None = None
-    last_seen: datetime | None = None
     # its evidence comes from conversations sharing a participant with the candidate's: "Max" in John's
     # chats and "Max" in Nate's are the same only if someone could be talking about one thing
     shares_participants: bool = True
@@ -158,7 +156,7 @@ class Router:
 
     def route(self, cand: Candidate, hits: list[RetrievalHit], concepts: dict[str, ConceptView]) -> Decision:
         r = self.rules
-        typed = [h for h in hits if r.compatible(cand.type, concepts[h.concept_id].type)]
+        typed = [h for h in hits if r.compatible(cand.type, concepts[h.concept_id].concept.type)]
         reachable = [h for h in typed if concepts[h.concept_id].shares_participants]
         compatible = [h for h in reachable if not (h.graph >= 1.0 and h.lexical == 0.0)]
         scores = {
@@ -224,7 +222,7 @@ class Router:
                 if h.similarity >= r.fact_attach_similarity
                 else f"same fact: shared title and cosine {h.similarity:.3f} ≥ {r.fact_alias_similarity}"
             )
-            if "event" in (cand.type, target.type):
+            if "event" in (cand.type, target.concept.type):
                 clash = self._time_clash(cand, target)
                 if clash:
                     blocked = blocked or (h, clash)
@@ -267,29 +265,30 @@ class Router:
         w = self.rules.event_window_days
         told = cand.message_created_at
         mine = interval(cand.description, told, told, w)
-        first = target.first_seen or told
-        theirs = interval(target.description, first, target.last_seen or first, w)
+        concept = target.concept
+        theirs = interval(concept.description, concept.first_seen, concept.last_seen, w)
         if times_compatible(mine, theirs):
             return ""
         return f"its time {mine[0]}..{mine[1]} is not the concept's {theirs[0]}..{theirs[1]}"
 
     def _match(self, cand: Candidate, target: ConceptView, rule: str, scores: dict) -> Decision:
         r = self.rules
+        concept = target.concept
         if target.holds_span:
             return Decision(
                 "attach",
-                target.concept_id,
+                concept.concept_id,
                 "duplicate_span",
                 f"{rule}; span already held as evidence",
                 scores,
                 True,
             )
         stronger = (
-            target.state == "weak" and cand.confidence >= target.best_evidence_confidence + r.refine_margin
+            concept.state == "weak" and cand.confidence >= target.best_evidence_confidence + r.refine_margin
         )
-        if type_family(target.type) == "name":
+        if type_family(concept.type) == "name":
             description, code = summaries.summary(
-                [target.title, *target.aliases], target.description, cand.description, cand.usage, stronger
+                [concept.title, *concept.aliases], concept.description, cand.description, cand.usage, stronger
             )
             why = {
                 "refine_definition": "the candidate says better what the thing is",
@@ -299,43 +298,41 @@ class Router:
             }
             if code is not None:
                 return Decision(
-                    "refine", target.concept_id, code, f"{rule}; {why[code]}: description rewritten", scores,
+                    "refine", concept.concept_id, code, f"{rule}; {why[code]}: description rewritten", scores,
                     description=description,
                 )  # fmt: skip
-            return Decision("attach", target.concept_id, "match", rule, scores)
+            return Decision("attach", concept.concept_id, "match", rule, scores)
         candidate = cand.description.strip()
-        if stronger and normalise_name(candidate) != normalise_name(target.description):
+        if stronger and normalise_name(candidate) != normalise_name(concept.description):
             return Decision(
                 "refine",
-                target.concept_id,
+                concept.concept_id,
                 "refine_weak",
                 f"{rule}; concept is weak and the candidate (confidence {cand.confidence:.2f}) is more confident "
                 f"than its evidence ({target.best_evidence_confidence:.2f}): description rewritten",
                 scores,
                 description=candidate,
             )
-        if described_interval(target.description) is None and described_interval(candidate) is not None:
+        if described_interval(concept.description) is None and described_interval(candidate) is not None:
             return Decision(
                 "refine",
-                target.concept_id,
+                concept.concept_id,
                 "refine_dated",
                 f"{rule}; the candidate dates the fact: description rewritten",
                 scores,
                 description=candidate,
             )
-        return Decision("attach", target.concept_id, "match", rule, scores)
+        return Decision("attach", concept.concept_id, "match", rule, scores)
 
     def _adjudicate(
         self, cand: Candidate, offered: list[RetrievalHit], concepts: dict[str, ConceptView], scores: dict
     ) -> Decision:
-        options = [
-            ConceptOption(c.concept_id, c.title, c.type, c.description, tuple(c.aliases), h.components())
-            for h in offered
-            for c in [concepts[h.concept_id]]
-        ]
+        options = [ConceptOption(concepts[h.concept_id].concept, h.components()) for h in offered]
         name = self.adjudicator.name
         try:
             answer = self.adjudicator.adjudicate(cand, options)
+        except LLMConfigurationError:
+            raise  # every further call would fail the same way: stop instead of deciding by rule
         except Exception as exc:  # an LLM fault must not stop the run: fall back to the rule, say why
             scores["adjudicator"] = {"name": name, "error": type(exc).__name__}
             return Decision(
@@ -350,7 +347,7 @@ class Router:
         if answer.decision == "reject":
             return Decision("reject", None, "adjudicator_reject", why, scores)
         if answer.decision == "attach":
-            if answer.concept_id not in {o.concept_id for o in options}:
+            if answer.concept_id not in {o.concept.concept_id for o in options}:
                 return Decision(
                     "create",
                     None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from memory_core.memory_loop.candidates import normalise_name
+from memory_core.concepts.names import normalise_name
 
 MAX_CONTEXTS = 3
 _CONTEXTS = " Contexts: "

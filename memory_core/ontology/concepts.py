@@ -18,6 +18,11 @@ checks live in `memory_core.ontology.titles`):
   the text a later question is matched against, so it keeps the words a question would use.
 
 Concept embeddings use the exact key `"{title}: {description}"` (`concept_embedding_key`).
+
+`ConceptHypothesis` is the one concept object: the concept store (`memory_core.concepts.store`) reads and
+writes `canonical_concepts` rows as it, the memory loop and the gardener change it, and the other shapes a
+concept takes (the router's `ConceptView`, the adjudicator's `ConceptOption`, the gardener's
+`ConceptRecord`) are projections that hold it next to what their stage knows about it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, get_args
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
 
 from memory_core.ontology.strict import StrictBase
 
@@ -43,6 +48,7 @@ MAX_NAME_TITLE_WORDS = 10
 CONCEPT_STATES: tuple[str, ...] = get_args(ConceptState)
 TRUST_STATES: tuple[str, ...] = get_args(TrustState)
 RELATION_TYPES: tuple[str, ...] = get_args(RelationType)
+LIVE_STATES: tuple[str, ...] = ("active", "weak")
 
 
 class EvidenceSpan(StrictBase):
@@ -61,6 +67,12 @@ class ConceptRelation(StrictBase):
 
 
 class ConceptHypothesis(StrictBase):
+    """A `canonical_concepts` row (DESIGN §3). `support_count` counts the evidence that raised its
+    confidence; `merged_into` names the concept a merged one points to ("" when it is not merged: the
+    column holds NULL). Assignments are validated, so a patch's plain values become typed fields."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
     concept_id: str
     title: str
     type: ConceptType
@@ -72,14 +84,26 @@ class ConceptHypothesis(StrictBase):
     evidence_spans: list[EvidenceSpan]
     relations: list[ConceptRelation]
     revision_count: int = Field(ge=0)
+    support_count: int = Field(ge=0)
     first_seen: datetime
     last_seen: datetime
     recorded_at: datetime
+    merged_into: str
+
+    @field_validator("merged_into", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: str | None) -> str:
+        return value or ""
 
     @property
     def embedding_key(self) -> str:
         """The exact cache key of a concept's embedding (DESIGN §4.6)."""
         return concept_embedding_key(self.title, self.description)
+
+    @property
+    def live(self) -> bool:
+        """Active or weak: a concept the loop still attaches to (merged / split / archived ones are not)."""
+        return self.state in LIVE_STATES
 
 
 def concept_embedding_key(title: str, description: str) -> str:

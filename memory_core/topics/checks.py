@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select
 
-from memory_core.memory_loop.loop import LIVE_STATES
+from memory_core.concepts import LIVE_STATES
 from memory_core.reports import CheckResult
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (

@@ -33,10 +33,10 @@ import numpy as np
 from scipy import sparse
 from sqlalchemy import bindparam, delete, select, update
 
+from memory_core.concepts import LIVE_STATES
 from memory_core.embeddings.base import Embedder, l2_normalise
 from memory_core.ids import sha256_json, stable_uuid
 from memory_core.llm.accounting import record_calls
-from memory_core.memory_loop.loop import LIVE_STATES
 from memory_core.store.db import CorpusStore, bulk_insert, utcnow
 from memory_core.store.schema import (
     anchor_entities,

@@ -28,10 +28,10 @@ from typing import Literal
 import numpy as np
 from sqlalchemy import Connection, delete, select
 
+from memory_core.concepts import LIVE_STATES
 from memory_core.embeddings.base import Embedder, l2_normalise
 from memory_core.errors import MemoryOSError
 from memory_core.ids import sha256_json
-from memory_core.memory_loop.loop import LIVE_STATES
 from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.store.db import CorpusStore, bulk_insert
 from memory_core.store.schema import canonical_concepts, topic_concept_links, topics

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from memory_core.gardener.actions import mention_info
-from memory_core.gardener.inventory import GENERIC_AUTHORS
-from memory_core.gardener.state import Workspace
-from memory_core.store.schema import messages, segments, topic_concept_links, topics
+from memory_core.gardener.common import mention_info, named_participants
+from memory_core.gardener.refactor.state import Workspace
+from memory_core.ontology.concepts import ConceptHypothesis
+from memory_core.store.schema import segments, topic_concept_links, topics
 
 MAX_SEGMENTS_READ = 24
 
@@ -24,7 +24,7 @@ MAX_SEGMENTS_READ = 24
 class Neighbourhood:
     ws: Workspace
     proposal: dict
-    concepts: dict[str, dict]  # current rows (None-free: unknown ids are dropped)
+    concepts: dict[str, ConceptHypothesis]  # as the run's workspace sees them (unknown ids are dropped)
     mentions: dict[str, list[dict]]  # concept -> linked mentions (mention_info rows), by time
     topics: dict[str, list[str]]  # concept -> labels of linked topics
     people: dict[str, frozenset[str]]  # conversation -> named people
@@ -77,17 +77,7 @@ def load_neighbourhood(ws: Workspace, proposal: dict, extra_concepts: list[str] 
         for c, ms in linked.items()
     }
     conversations = sorted({m["conversation_id"] for ms in by_concept.values() for m in ms})
-    people: dict[str, set[str]] = defaultdict(set)
     labels: dict[str, list[str]] = defaultdict(list)
-    with ws.store.source.connect() as conn:
-        for i in range(0, len(conversations), 500):
-            for conversation_id, author in conn.execute(
-                select(messages.c.conversation_id, messages.c.author)
-                .where(messages.c.conversation_id.in_(conversations[i : i + 500]))
-                .group_by(messages.c.conversation_id, messages.c.author)
-            ):
-                if (author or "").strip().casefold() not in GENERIC_AUTHORS:
-                    people[conversation_id].add(author.strip())
     with ws.store.staging.connect() as conn:
         for concept_id, label in conn.execute(
             select(topic_concept_links.c.concept_id, topics.c.label)
@@ -102,5 +92,5 @@ def load_neighbourhood(ws: Workspace, proposal: dict, extra_concepts: list[str] 
         concepts=concepts,
         mentions=by_concept,
         topics=dict(labels),
-        people={c: frozenset(p) for c, p in people.items()},
+        people=named_participants(ws.store, conversations),
     )

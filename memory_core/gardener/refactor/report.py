@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from memory_core.gardener.refactor import RefactorReport
+from memory_core.gardener.refactor.run import RefactorReport
 from memory_core.store.db import CorpusStore
 
 REPORT_DIR = ("gardener", "reports")

@@ -18,13 +18,13 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import select
 
+from memory_core.concepts.names import normalise_name
+from memory_core.concepts.store import read_concepts
 from memory_core.embeddings.base import Embedder
-from memory_core.memory_loop.candidates import normalise_name
-from memory_core.memory_loop.loop import LIVE_STATES
-from memory_core.ontology.concepts import concept_embedding_key
+from memory_core.gardener.common import MENTION_COLUMNS, named_participants
+from memory_core.ontology.concepts import LIVE_STATES, ConceptHypothesis, concept_embedding_key
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (
-    canonical_concepts,
     mentions,
     messages,
     topic_concept_links,
@@ -32,26 +32,8 @@ from memory_core.store.schema import (
     topics,
 )
 
-GENERIC_AUTHORS = {"", "user", "assistant", "system", "tool"}
 _CHUNK = 500
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-# what the gardener reads of a mention (the evidence item)
-MENTION_COLUMNS = [
-    mentions.c[name]
-    for name in (
-        "mention_id",
-        "message_id",
-        "segment_id",
-        "conversation_id",
-        "surface",
-        "title",
-        "type",
-        "description",
-        "aliases",
-        "confidence",
-        "message_created_at",
-    )
-]
 # topic links below this weight (0-100) are not counted as a concept's topic (DESIGN §4.6 keeps > 20)
 TOPIC_LINK_MIN_WEIGHT = 20.0
 
@@ -79,28 +61,25 @@ class EvidenceItem:
 
 @dataclass
 class ConceptRecord:
-    concept_id: str
-    title: str
-    type: str
-    description: str
-    aliases: list[str]
-    state: str
-    confidence: float
-    support_count: int
-    revision_count: int
-    relations: list[dict]
-    first_seen: datetime
+    """A live concept as triage scores it: the concept, a sample of the mentions it absorbed, its topics."""
+
+    concept: ConceptHypothesis
     evidence: list[EvidenceItem] = field(default_factory=list)  # sampled
     evidence_total: int = 0
     topics: set[str] = field(default_factory=set)
 
     @property
+    def concept_id(self) -> str:
+        return self.concept.concept_id
+
+    @property
     def key(self) -> str:
-        return concept_embedding_key(self.title, self.description)
+        return self.concept.embedding_key
 
     @property
     def names(self) -> set[str]:
-        return {n for n in (normalise_name(x) for x in (self.title, *self.aliases)) if n}
+        c = self.concept
+        return {n for n in (normalise_name(x) for x in (c.title, *c.aliases)) if n}
 
     @property
     def conversations(self) -> set[str]:
@@ -155,31 +134,8 @@ def load_inventory(
     store: CorpusStore, embedder: Embedder, max_evidence: int = 64, word_stats: bool = True
 ) -> Inventory:
     """Read everything triage scores, and embed concept keys and evidence keys (through the shared cache)."""
-    concepts: dict[str, ConceptRecord] = {}
     with store.staging.connect() as conn:
-        cc = canonical_concepts.c
-        for r in conn.execute(
-            select(
-                cc.concept_id,
-                cc.title,
-                cc.type,
-                cc.description,
-                cc.aliases,
-                cc.state,
-                cc.confidence,
-                cc.support_count,
-                cc.revision_count,
-                cc.relations,
-                cc.first_seen,
-            )
-            .where(cc.state.in_(LIVE_STATES))
-            .order_by(cc.concept_id)
-        ).mappings():
-            concepts[r["concept_id"]] = ConceptRecord(
-                **{k: r[k] for k in r.keys() if k not in ("aliases", "relations")},
-                aliases=list(r["aliases"] or []),
-                relations=list(r["relations"] or []),
-            )
+        concepts = {cid: ConceptRecord(c) for cid, c in read_concepts(conn, states=LIVE_STATES).items()}
         by_concept: dict[str, list[EvidenceItem]] = defaultdict(list)
         for r in conn.execute(
             select(mentions.c.consolidated_id, *MENTION_COLUMNS).where(
@@ -236,7 +192,7 @@ def load_inventory(
     inventory = Inventory(
         corpus=store.name,
         concepts=concepts,
-        participants=_participants(store),
+        participants=named_participants(store),
         topic_labels=topic_labels,
         lowercase_counts=Counter(),
         midsentence_capital_counts=Counter(),
@@ -247,29 +203,11 @@ def load_inventory(
     return inventory
 
 
-def _participants(store: CorpusStore) -> dict[str, frozenset[str]]:
-    """The named people of each conversation (message authors that are not bare role names)."""
-    people: dict[str, set[str]] = defaultdict(set)
-    with store.source.connect() as conn:
-        for conversation_id, author in conn.execute(
-            select(messages.c.conversation_id, messages.c.author).group_by(
-                messages.c.conversation_id, messages.c.author
-            )
-        ):
-            name = (author or "").strip()
-            if name.casefold() not in GENERIC_AUTHORS:
-                people[conversation_id].add(name)
-    return {c: frozenset(p) for c, p in people.items()}
-
-
 def _word_case_stats(store: CorpusStore, inventory: Inventory) -> None:
     """How one-word titles are written in the corpus: a word mostly written in lower case and capitalised
     only at sentence starts ("Perfect!", "Turn") is an ordinary word, not a name."""
-    words = {
-        normalise_name(r.title)
-        for r in inventory.concepts.values()
-        if " " not in r.title.strip() and r.title[:1].isupper()
-    }
+    titles = [r.concept.title for r in inventory.concepts.values()]
+    words = {normalise_name(t) for t in titles if " " not in t.strip() and t[:1].isupper()}
     if not words:
         return
     last = ""

@@ -26,18 +26,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory_core.concepts.names import merge_aliases, normalise_name
 from memory_core.embeddings.base import Embedder
-from memory_core.gardener.actions import (
+from memory_core.gardener.refactor.actions import (
     EvidenceGroup,
     PlannedAction,
     majority_type,
     message_texts,
     names_concept,
 )
-from memory_core.gardener.neighbourhood import Neighbourhood
-from memory_core.memory_loop.candidates import normalise_name
-from memory_core.memory_loop.concepts import merge_aliases
-from memory_core.memory_loop.loop import LIVE_STATES
+from memory_core.gardener.refactor.neighbourhood import Neighbourhood
 
 _WORDS = re.compile(r"\w+")
 
@@ -74,17 +72,15 @@ class ChooserRules:
 
 
 def live(hood: Neighbourhood, cid: str) -> bool:
-    row = hood.concepts.get(cid)
-    return row is not None and row["state"] in LIVE_STATES
+    concept = hood.concepts.get(cid)
+    return concept is not None and concept.live
 
 
 def stale_note(hood: Neighbourhood) -> str | None:
     gone = [c for c in hood.proposal["concept_ids"] if not live(hood, c)]
     if not gone:
         return None
-    states = ", ".join(
-        f"{c} ({hood.concepts[c]['state'] if c in hood.concepts else 'missing'})" for c in gone
-    )
+    states = ", ".join(f"{c} ({hood.concepts[c].state if c in hood.concepts else 'missing'})" for c in gone)
     return f"concepts no longer live: {states}"
 
 
@@ -125,7 +121,7 @@ class RuleBasedChooser(Chooser):
         pairs = (hood.proposal.get("payload") or {}).get("pairs", {})
         accepted, notes = [], []
         for m in members:
-            title = hood.concepts[m]["title"] if m in hood.concepts else m
+            title = hood.concepts[m].title if m in hood.concepts else m
             if not live(hood, m):
                 notes.append(f"'{title}' is no longer live")
                 continue
@@ -145,7 +141,7 @@ class RuleBasedChooser(Chooser):
         action = PlannedAction(
             action="merge_concepts",
             concept_ids=[canonical, *accepted],
-            rationale=f"duplicates of '{head['title']}' ({head['type']}): " + "; ".join(notes) + ".",
+            rationale=f"duplicates of '{head.title}' ({head.type}): " + "; ".join(notes) + ".",
             cited_message_ids=self._cite(hood, [canonical, *accepted]),
             proposal_id=hood.proposal["proposal_id"],
             read_segment_ids=read,
@@ -190,9 +186,9 @@ class RuleBasedChooser(Chooser):
         groups = [
             EvidenceGroup(
                 mention_ids=list(c["mention_ids"]),
-                title=head["title"],
-                type=majority_type([info[m]["type"] for m in c["mention_ids"] if m in info]) or head["type"],
-                description=c.get("label") or head["description"],
+                title=head.title,
+                type=majority_type([info[m]["type"] for m in c["mention_ids"] if m in info]) or head.type,
+                description=c.get("label") or head.description,
             )
             for c in clusters
         ]
@@ -203,7 +199,7 @@ class RuleBasedChooser(Chooser):
         action = PlannedAction(
             action="split_concept",
             concept_ids=[cid],
-            rationale=f"'{head['title']}' splits into {len(groups)} concepts ({sizes} mentions): "
+            rationale=f"'{head.title}' splits into {len(groups)} concepts ({sizes} mentions): "
             + "; ".join(f"“{g.description[:80]}”" for g in groups)
             + f" ({note}).",
             cited_message_ids=cited,
@@ -278,7 +274,7 @@ class RuleBasedChooser(Chooser):
         action = PlannedAction(
             action="archive_concept",
             concept_ids=[cid],
-            rationale=f"'{head['title']}' archived as conversational noise ({note}): {hood.proposal['rationale']}",
+            rationale=f"'{head.title}' archived as conversational noise ({note}): {hood.proposal['rationale']}",
             cited_message_ids=cited,
             proposal_id=hood.proposal["proposal_id"],
             read_segment_ids=sorted(hood.segments_read),
@@ -294,9 +290,9 @@ class RuleBasedChooser(Chooser):
         out: dict[str, list[str]] = {}
         for message_id, holders in hood.ws.holders(message_ids).items():
             for other in sorted(holders - {cid}):
-                row = hood.ws.concept(other)
-                if row is not None and row["state"] in LIVE_STATES:
-                    out.setdefault(message_id, []).append(row["title"])
+                concept = hood.ws.concept(other)
+                if concept is not None and concept.live:
+                    out.setdefault(message_id, []).append(concept.title)
         return out
 
     # -------------------------------------------------------------------------------------- macro
@@ -310,7 +306,7 @@ class RuleBasedChooser(Chooser):
         if score < self.rules.macro_accept:
             texts = self._read(hood, hub)
             named = sum(names_concept(t, head) for t in texts)
-            note += f", ambiguous; read {len(texts)} source segment(s): {named} name '{head['title']}'"
+            note += f", ambiguous; read {len(texts)} source segment(s): {named} name '{head.title}'"
             if not texts or named / len(texts) < 0.5:
                 return Choice(
                     "reject",
@@ -338,22 +334,22 @@ class RuleBasedChooser(Chooser):
         ms = hood.mentions.get(hub, [])
         if not ms:
             return None
-        own = normalise_name(head["title"])
+        own = normalise_name(head.title)
         names = Counter(
             n.strip() for m in ms for n in (m["title"], *m["aliases"]) if normalise_name(n) not in ("", own)
         )
         # the messages behind the new names / the majority type: what the refinement rests on
         cited_for = {m["message_id"] for m in ms if normalise_name(m["title"]) != own or m["aliases"]}
         aliases = merge_aliases(
-            head["title"], head["aliases"], [n for n, _ in names.most_common(self.rules.hub_alias_limit)]
+            head.title, head.aliases, [n for n, _ in names.most_common(self.rules.hub_alias_limit)]
         )
         changes: dict = {}
         reasons = []
-        if aliases != head["aliases"]:
+        if aliases != head.aliases:
             changes["aliases"] = aliases
-            reasons.append(f"aliases its mentions used ({', '.join(aliases[len(head['aliases']) :][:5])})")
+            reasons.append(f"aliases its mentions used ({', '.join(aliases[len(head.aliases) :][:5])})")
         kind = majority_type([m["type"] for m in ms])
-        if kind and kind != head["type"]:
+        if kind and kind != head.type:
             changes["type"] = kind
             reasons.append(f"type {kind} (most of its {len(ms)} mentions)")
         cited = [m for m in hood.evidence_messages(hub) if m in cited_for][:4] or hood.evidence_messages(
@@ -364,7 +360,7 @@ class RuleBasedChooser(Chooser):
         return PlannedAction(
             action="refine_concept",
             concept_ids=[hub],
-            rationale=f"hub '{head['title']}' refined from its own evidence: " + "; ".join(reasons) + ".",
+            rationale=f"hub '{head.title}' refined from its own evidence: " + "; ".join(reasons) + ".",
             cited_message_ids=cited[:4],
             proposal_id=hood.proposal["proposal_id"],
             changes=changes,
@@ -379,9 +375,9 @@ class RuleBasedChooser(Chooser):
             if len(out) >= self.rules.max_relations_per_hub:
                 break
             row = hood.ws.concept(member)
-            if row is None or row["state"] not in LIVE_STATES:
+            if row is None or not row.live:
                 continue
-            if any(r["target_id"] == hub for r in row["relations"]):
+            if any(r.target_id == hub for r in row.relations):
                 continue
             evidence = [e["message_id"] for e in hood.ws.evidence(member)]
             texts = message_texts(hood.store, evidence)
@@ -393,8 +389,8 @@ class RuleBasedChooser(Chooser):
                     action="create_relation",
                     concept_ids=[member, hub],
                     relation="instance_of",
-                    confidence=round(min(0.9, max(0.3, row["confidence"])), 4),
-                    rationale=f"'{row['title']}' is an instance of the hub '{head['title']}': its evidence message "
+                    confidence=round(min(0.9, max(0.3, row.confidence)), 4),
+                    rationale=f"'{row.title}' is an instance of the hub '{head.title}': its evidence message "
                     f"{naming} names it.",
                     cited_message_ids=[naming],
                     proposal_id=hood.proposal["proposal_id"],

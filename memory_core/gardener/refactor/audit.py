@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from memory_core.concepts import action_log as log
 from memory_core.gardener import proposals as lp
 from memory_core.gardener.errors import GardenerError, RollbackConflictError
-from memory_core.gardener.state import changed_concepts, current_snapshot, log_records, write_state
-from memory_core.memory_loop import action_log as log
+from memory_core.gardener.refactor.state import changed_concepts, current_snapshot, log_records, write_state
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import gardener_actions
 

@@ -22,15 +22,21 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from memory_core.concepts.names import merge_aliases, normalise_name
+from memory_core.concepts.policy import ConceptPolicy, noisy_or, state_for
+from memory_core.concepts.store import concept_from_json, concept_to_json
+from memory_core.gardener.common import compatible, mention_info
 from memory_core.gardener.errors import RefusedActionError
-from memory_core.gardener.inventory import MENTION_COLUMNS
-from memory_core.gardener.state import Workspace, concept_from_json, concept_to_json
+from memory_core.gardener.refactor.state import Workspace
 from memory_core.ids import stable_uuid
-from memory_core.memory_loop.candidates import normalise_name
-from memory_core.memory_loop.concepts import ConceptPolicy, merge_aliases, noisy_or, state_for
-from memory_core.memory_loop.loop import LIVE_STATES
-from memory_core.ontology.concepts import CONCEPT_TYPES, RELATION_TYPES
-from memory_core.store.schema import mentions, messages
+from memory_core.ontology.concepts import (
+    CONCEPT_TYPES,
+    LIVE_STATES,
+    RELATION_TYPES,
+    ConceptHypothesis,
+    ConceptRelation,
+)
+from memory_core.store.schema import messages
 
 ACTIONS = ("refine_concept", "merge_concepts", "split_concept", "create_relation", "archive_concept")
 LOG_ACTION = {
@@ -41,7 +47,6 @@ LOG_ACTION = {
     "archive_concept": "archive",
 }
 REFINABLE = ("title", "type", "description", "aliases")
-COMPATIBLE_TYPES = ("project|goal", "project|entity", "belief|behavioral_pattern", "tension|belief")
 
 
 @dataclass
@@ -82,18 +87,19 @@ class PlannedAction:
         }
 
 
-def _compatible(a: str, b: str) -> bool:
-    return a == b or f"{a}|{b}" in COMPATIBLE_TYPES or f"{b}|{a}" in COMPATIBLE_TYPES
-
-
-def names_concept(text: str, row: dict) -> bool:
+def names_concept(text: str, concept: ConceptHypothesis) -> bool:
     """Does `text` name the concept (title or an alias, whole words, case- and punctuation-insensitive)?"""
     haystack = f" {normalise_name(text)} "
     return any(
         f" {n} " in haystack
-        for n in (normalise_name(x) for x in (row["title"], *row["aliases"]))
+        for n in (normalise_name(x) for x in (concept.title, *concept.aliases))
         if len(n) >= 2
     )
+
+
+def _assign(concept: ConceptHypothesis, **values) -> None:
+    for key, value in values.items():
+        setattr(concept, key, value)  # validated: plain values become typed fields
 
 
 class ActionBuilder:
@@ -121,12 +127,12 @@ class ActionBuilder:
         if len(set(action.concept_ids)) != len(action.concept_ids):
             raise RefusedActionError(f"{action.action} names a concept twice")
         for cid in action.concept_ids:
-            row = self.ws.concept(cid)
-            if row is None:
+            concept = self.ws.concept(cid)
+            if concept is None:
                 raise RefusedActionError(f"{action.action}: unknown concept {cid}")
-            if row["state"] not in LIVE_STATES:
+            if concept.state not in LIVE_STATES:
                 raise RefusedActionError(
-                    f"{action.action}: concept {cid} ({row['title']!r}) is {row['state']}, not live"
+                    f"{action.action}: concept {cid} ({concept.title!r}) is {concept.state}, not live"
                 )
         evidence_messages = {e["message_id"] for c in action.concept_ids for e in self.ws.evidence(c)}
         outside = sorted(set(action.cited_message_ids) - evidence_messages)
@@ -160,13 +166,11 @@ class ActionBuilder:
         if "description" in changes:
             changes["description"] = changes["description"].strip()
         if "aliases" in changes:
-            changes["aliases"] = merge_aliases(
-                changes.get("title", head["title"]), [], list(changes["aliases"])
-            )
-        changes = {k: v for k, v in changes.items() if head[k] != v}
+            changes["aliases"] = merge_aliases(changes.get("title", head.title), [], list(changes["aliases"]))
+        changes = {k: v for k, v in changes.items() if getattr(head, k) != v}
         if not changes:
-            raise RefusedActionError(f"refine_concept on {head['title']!r} changes nothing")
-        head.update(changes, revision_count=head["revision_count"] + 1, recorded_at=now)
+            raise RefusedActionError(f"refine_concept on {head.title!r} changes nothing")
+        _assign(head, **changes, revision_count=head.revision_count + 1, recorded_at=now)
         return before, self._with(before, {cid: head})
 
     # --------------------------------------------------------------------------------------- archive
@@ -176,7 +180,7 @@ class ActionBuilder:
         cid = action.concept_ids[0]
         before = self.ws.snapshot([cid])
         head = concept_from_json(before["concepts"][cid])
-        head.update(state="archived", trust="archived", recorded_at=now)
+        _assign(head, state="archived", trust="archived", recorded_at=now)
         return before, self._with(before, {cid: head})
 
     # --------------------------------------------------------------------------------------- relation
@@ -191,9 +195,9 @@ class ActionBuilder:
         before = self.ws.snapshot([source])
         head = concept_from_json(before["concepts"][source])
         tail = self.ws.concept(target)
-        if any(r["target_id"] == target and r["relation"] == action.relation for r in head["relations"]):
+        if any(r.target_id == target and r.relation == action.relation for r in head.relations):
             raise RefusedActionError(
-                f"create_relation: {head['title']!r} already {action.relation} {tail['title']!r}"
+                f"create_relation: {head.title!r} already {action.relation} {tail.title!r}"
             )
         evidence_of = {cid: {e["message_id"] for e in self.ws.evidence(cid)} for cid in (source, target)}
         texts = message_texts(self.ws.store, action.cited_message_ids)
@@ -206,18 +210,18 @@ class ActionBuilder:
         ]
         if not explicit:
             raise RefusedActionError(
-                f"create_relation {head['title']!r} {action.relation} {tail['title']!r}: no cited message is "
+                f"create_relation {head.title!r} {action.relation} {tail.title!r}: no cited message is "
                 "explicit evidence (evidence of both concepts, or evidence of one that names the other)"
             )
         confidence = round(min(1.0, max(0.0, action.confidence or 0.5)), 4)
-        head["relations"] = sorted(
+        relations = sorted(
             [
-                *head["relations"],
+                *(r.model_dump() for r in head.relations),
                 {"target_id": target, "relation": action.relation, "confidence": confidence},
             ],
             key=lambda r: (r["target_id"], r["relation"]),
         )
-        head["recorded_at"] = now
+        _assign(head, relations=relations, recorded_at=now)
         return before, self._with(before, {source: head})
 
     # --------------------------------------------------------------------------------------- merge
@@ -225,12 +229,12 @@ class ActionBuilder:
         if len(action.concept_ids) < 2:
             raise RefusedActionError("merge_concepts takes a canonical concept and at least one to merge")
         canonical, *merged = action.concept_ids
-        rows = {c: self.ws.concept(c) for c in action.concept_ids}
+        concepts = {c: self.ws.concept(c) for c in action.concept_ids}
         for cid in merged:
-            if not _compatible(rows[canonical]["type"], rows[cid]["type"]):
+            a, b = concepts[canonical], concepts[cid]
+            if not compatible(a.type, b.type):
                 raise RefusedActionError(
-                    f"merge_concepts: {rows[cid]['title']!r} ({rows[cid]['type']}) and "
-                    f"{rows[canonical]['title']!r} ({rows[canonical]['type']}) are not type-compatible"
+                    f"merge_concepts: {b.title!r} ({b.type}) and {a.title!r} ({a.type}) are not type-compatible"
                 )
         third = sorted(
             {t for cid in merged for t in self.ws.incoming_relations(cid)} - set(action.concept_ids)
@@ -239,50 +243,55 @@ class ActionBuilder:
         after = copy.deepcopy(before)
         head = concept_from_json(before["concepts"][canonical])
         evidence = after["evidence"][canonical]
-        held = {(s["message_id"], s["char_start"], s["char_end"]) for s in head["evidence_spans"]}
+        held = {(s.message_id, s.char_start, s.char_end) for s in head.evidence_spans}
         held_rows = {(r["message_id"], r["span_start"], r["span_end"]) for r in evidence}
         gone = set(merged)
         for cid in merged:
             other = concept_from_json(before["concepts"][cid])
             added = 0
-            for span in other["evidence_spans"]:
-                key = (span["message_id"], span["char_start"], span["char_end"])
+            for span in other.evidence_spans:
+                key = (span.message_id, span.char_start, span.char_end)
                 if key not in held:
                     held.add(key)
-                    head["evidence_spans"].append(span)
+                    head.evidence_spans.append(span)
                     added += 1
             for r in before["evidence"][cid]:
                 key = (r["message_id"], r["span_start"], r["span_end"])
                 if key not in held_rows:  # the same span twice would be one EVIDENCE_FOR edge twice
                     held_rows.add(key)
                     evidence.append(r)
-            head["aliases"] = merge_aliases(
-                head["title"], head["aliases"], [other["title"], *other["aliases"]]
+            _assign(
+                head,
+                aliases=merge_aliases(head.title, head.aliases, [other.title, *other.aliases]),
+                support_count=head.support_count + added,
+                confidence=round(1.0 - (1.0 - head.confidence) * (1.0 - other.confidence), 4),
+                first_seen=min(head.first_seen, other.first_seen),
+                last_seen=max(head.last_seen, other.last_seen),
+                relations=_union_relations(head.relations, other.relations, gone, canonical),
             )
-            head["support_count"] += added
-            head["confidence"] = round(1.0 - (1.0 - head["confidence"]) * (1.0 - other["confidence"]), 4)
-            head["first_seen"] = min(head["first_seen"], other["first_seen"])
-            head["last_seen"] = max(head["last_seen"], other["last_seen"])
-            head["relations"] = _union_relations(head["relations"], other["relations"], gone, canonical)
-            other.update(
+            _assign(
+                other,
                 state="merged",
                 merged_into=canonical,
                 evidence_spans=[],
                 relations=[],
-                revision_count=other["revision_count"] + 1,
+                revision_count=other.revision_count + 1,
                 recorded_at=now,
             )
             after["concepts"][cid] = concept_to_json(other)
             after["evidence"][cid] = []
-        if head["state"] in LIVE_STATES:
-            head["state"] = state_for(head["confidence"], self.policy.active_confidence)
-        head.update(revision_count=head["revision_count"] + 1, recorded_at=now)
+        if head.state in LIVE_STATES:
+            head.state = state_for(head.confidence, self.policy.active_confidence)
+        _assign(head, revision_count=head.revision_count + 1, recorded_at=now)
         after["concepts"][canonical] = concept_to_json(head)
         after["evidence"][canonical] = sorted(evidence, key=lambda r: (r["mention_id"], r["message_id"]))
         for tid in third:
             row = concept_from_json(before["concepts"][tid])
-            row["relations"] = _union_relations([], row["relations"], gone, canonical, self_id=tid)
-            row["recorded_at"] = now
+            _assign(
+                row,
+                relations=_union_relations([], row.relations, gone, canonical, self_id=tid),
+                recorded_at=now,
+            )
             after["concepts"][tid] = concept_to_json(row)
         for mention_id, cid in before["mention_links"].items():
             if cid in gone:
@@ -324,74 +333,78 @@ class ActionBuilder:
             mine = set(g.mention_ids)
             child_rows = [r for r in rows if r["mention_id"] in mine]
             keys = {(r["message_id"], r["span_start"], r["span_end"]) for r in child_rows}
-            spans = [
-                s for s in head["evidence_spans"] if (s["message_id"], s["char_start"], s["char_end"]) in keys
-            ]
+            spans = [s for s in head.evidence_spans if (s.message_id, s.char_start, s.char_end) in keys]
             confidence = 0.0
             for r in child_rows:
                 confidence = noisy_or(confidence, r["confidence"], self.policy.evidence_weight)
             seen = [info[m]["message_created_at"] for m in g.mention_ids]
             names = [n for m in g.mention_ids for n in (info[m]["title"], *info[m]["aliases"])]
-            child = {
-                **head,
-                "concept_id": child_id,
-                "title": (g.title or head["title"]).strip(),
-                "type": g.type or head["type"],
-                "description": (g.description or head["description"]).strip(),
-                "state": state_for(confidence, self.policy.active_confidence),
-                "confidence": confidence,
-                "aliases": merge_aliases(g.title or head["title"], [], [*names, *head["aliases"]])
+            child = head.model_copy(deep=True)
+            _assign(
+                child,
+                concept_id=child_id,
+                title=(g.title or head.title).strip(),
+                type=g.type or head.type,
+                description=(g.description or head.description).strip(),
+                state=state_for(confidence, self.policy.active_confidence),
+                confidence=confidence,
+                aliases=merge_aliases(g.title or head.title, [], [*names, *head.aliases])
                 if names
-                else list(head["aliases"]),
-                "evidence_spans": spans,
-                "relations": list(head["relations"]) if i == largest else [],
-                "revision_count": head["revision_count"] + 1,
-                "support_count": len(spans),
-                "first_seen": min(seen),
-                "last_seen": max(seen),
-                "recorded_at": now,
-                "merged_into": None,
-            }
+                else list(head.aliases),
+                evidence_spans=spans,
+                relations=list(head.relations) if i == largest else [],
+                revision_count=head.revision_count + 1,
+                support_count=len(spans),
+                first_seen=min(seen),
+                last_seen=max(seen),
+                recorded_at=now,
+                merged_into="",
+            )
             after["concepts"][child_id] = concept_to_json(child)
             after["evidence"][child_id] = child_rows
             for m in g.mention_ids:
                 after["mention_links"][m] = child_id
-        head.update(
+        _assign(
+            head,
             state="split",
             evidence_spans=[],
             relations=[],
-            revision_count=head["revision_count"] + 1,
+            revision_count=head.revision_count + 1,
             recorded_at=now,
         )
         after["concepts"][cid] = concept_to_json(head)
         after["evidence"][cid] = []
         for tid in incoming:
             row = concept_from_json(before["concepts"][tid])
-            row["relations"] = _union_relations([], row["relations"], {cid}, children[largest], self_id=tid)
-            row["recorded_at"] = now
+            relations = _union_relations([], row.relations, {cid}, children[largest], self_id=tid)
+            _assign(row, relations=relations, recorded_at=now)
             after["concepts"][tid] = concept_to_json(row)
         return before, after
 
-    def _with(self, before: dict, rows: dict[str, dict]) -> dict:
+    def _with(self, before: dict, concepts: dict[str, ConceptHypothesis]) -> dict:
         after = copy.deepcopy(before)
-        for cid, row in rows.items():
-            after["concepts"][cid] = concept_to_json(row)
+        for cid, concept in concepts.items():
+            after["concepts"][cid] = concept_to_json(concept)
         return after
 
 
 def _union_relations(
-    base: list[dict], extra: list[dict], gone: set[str], into: str, self_id: str | None = None
+    base: list[ConceptRelation],
+    extra: list[ConceptRelation],
+    gone: set[str],
+    into: str,
+    self_id: str | None = None,
 ) -> list[dict]:
     """Relations of `base` + `extra` with targets in `gone` re-pointed to `into`, no self-relations, the
     highest confidence kept per (target, relation)."""
     out: dict[tuple[str, str], float] = {}
     owner = self_id or into
     for rel in [*base, *extra]:
-        target = into if rel["target_id"] in gone else rel["target_id"]
+        target = into if rel.target_id in gone else rel.target_id
         if target == owner:
             continue
-        key = (target, rel["relation"])
-        out[key] = max(out.get(key, 0.0), rel["confidence"])
+        key = (target, rel.relation)
+        out[key] = max(out.get(key, 0.0), rel.confidence)
     return [{"target_id": t, "relation": r, "confidence": c} for (t, r), c in sorted(out.items())]
 
 
@@ -407,17 +420,6 @@ def message_texts(store, message_ids: list[str]) -> dict[str, str]:
                     )
                 ).all()
             )
-    return out
-
-
-def mention_info(store, mention_ids: list[str]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    with store.staging.connect() as conn:
-        for i in range(0, len(mention_ids), 500):
-            for r in conn.execute(
-                select(*MENTION_COLUMNS).where(mentions.c.mention_id.in_(mention_ids[i : i + 500]))
-            ).mappings():
-                out[r["mention_id"]] = {**dict(r), "aliases": list(r["aliases"] or [])}
     return out
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_core.gardener.inventory import Inventory
-from memory_core.gardener.scoring import ScoredProposal, TriageConfig, clamp, quoted
+from memory_core.gardener.proposals import ScoredProposal
+from memory_core.gardener.triage.inventory import Inventory
+from memory_core.gardener.triage.scoring import TriageConfig, clamp, quoted
 
 
 def bipartition(similarity: np.ndarray) -> np.ndarray:
@@ -73,7 +74,7 @@ def split_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         group_people = [frozenset().union(*[people[i] for i in range(n) if labels[i] == k]) for k in (0, 1)]
         disjoint = bool(group_people[0] and group_people[1] and not group_people[0] & group_people[1])
         separation = min(1.0, max(0.0, within - across) / cfg.split_full_separation)
-        if r.type == "entity":
+        if r.concept.type == "entity":
             score = clamp(0.5 + 0.5 * separation) if disjoint else 0.0
         else:
             score = clamp(0.7 * separation + (0.3 if disjoint else 0.0))
@@ -107,7 +108,7 @@ def split_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
                 "split",
                 [cid],
                 score,
-                f"{quoted(r.title)} ({r.type}) holds two groups of evidence: {len(clusters[0]['mention_ids'])} like "
+                f"{quoted(r.concept.title)} ({r.concept.type}) holds two groups of evidence: {len(clusters[0]['mention_ids'])} like "
                 f"“{clusters[0]['label'][:90]}” and {len(clusters[1]['mention_ids'])} like "
                 f"“{clusters[1]['label'][:90]}”; cosine {within:.2f} inside the groups vs {across:.2f} across "
                 f"(purity {purity:.2f}){who}.",

@@ -15,19 +15,16 @@ Every proposal carries a score in [0, 1], the source message ids it rests on and
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from memory_core.gardener.inventory import ConceptRecord, EvidenceItem, Inventory
-from memory_core.gardener.noise import template_counts, title_signals
-from memory_core.ids import stable_uuid
-from memory_core.memory_loop.candidates import normalise_name
-from memory_core.ontology.lifecycle import LifecycleProposal, LifecycleProposals
-
-CATEGORIES = ("merge", "split", "macro_concept", "noise")
-# pairs of types that may denote one thing (the memory loop's router treats the same pairs as compatible)
-COMPATIBLE_TYPES = ("project|goal", "project|entity", "belief|behavioral_pattern", "tension|belief")
+from memory_core.concepts.names import normalise_name
+from memory_core.gardener.common import COMPATIBLE_TYPES, compatible
+from memory_core.gardener.proposals import ScoredProposal
+from memory_core.gardener.triage.inventory import ConceptRecord, EvidenceItem, Inventory
+from memory_core.gardener.triage.noise import template_counts, title_signals
+from memory_core.ontology.lifecycle import LifecycleProposals
 
 
 @dataclass(frozen=True)
@@ -61,31 +58,7 @@ class TriageConfig:
     template_min_concepts: int = 3
 
     def compatible(self, a: str, b: str) -> bool:
-        return a == b or f"{a}|{b}" in self.compatible_types or f"{b}|{a}" in self.compatible_types
-
-
-@dataclass
-class ScoredProposal:
-    category: str
-    concept_ids: list[str]  # merge: the canonical concept first
-    score: float
-    rationale: str
-    cited_message_ids: list[str]
-    payload: dict = field(default_factory=dict)
-    proposer: str = "offline"
-
-    def proposal_id(self, corpus: str) -> str:
-        """Deterministic: the same category over the same concepts is the same proposal on every run."""
-        return stable_uuid("lifecycle_proposal", corpus, self.category, *sorted(self.concept_ids))
-
-    def as_model(self) -> LifecycleProposal:
-        return LifecycleProposal(
-            category=self.category,
-            concept_ids=list(self.concept_ids),
-            score=self.score,
-            rationale=self.rationale,
-            cited_message_ids=list(self.cited_message_ids),
-        )
+        return compatible(a, b, self.compatible_types)
 
 
 def manifest(proposals: list[ScoredProposal]) -> LifecycleProposals:
@@ -128,11 +101,13 @@ def quoted(title: str) -> str:
 def noise_signals(inv: Inventory, cfg: TriageConfig) -> dict[str, list]:
     """concept -> the noise signals of its title (only concepts with at least one)."""
     names = {n for people in inv.participants.values() for n in people}
-    templates = template_counts({cid: [r.title, *r.aliases] for cid, r in inv.concepts.items()}, names)
+    templates = template_counts(
+        {cid: [r.concept.title, *r.concept.aliases] for cid, r in inv.concepts.items()}, names
+    )
     out = {}
     for cid, r in inv.concepts.items():
         signals = title_signals(
-            r.title,
+            r.concept.title,
             templates,
             names,
             inv.lowercase_counts,
@@ -150,19 +125,19 @@ def noise_candidates(
     out = []
     for cid, signals in signals_by_concept.items():
         r = inv.concepts[cid]
-        weak_single = r.support_count <= 1 and r.state == "weak"
+        weak_single = r.concept.support_count <= 1 and r.concept.state == "weak"
         score = clamp(sum(s.weight for s in signals) + (cfg.weak_single_weight if weak_single else 0.0))
         if score < cfg.noise_min_score:
             continue
         reasons = [s.detail for s in signals]
         if weak_single:
-            reasons.append(f"it rests on a single weak mention (confidence {r.confidence:.2f})")
+            reasons.append(f"it rests on a single weak mention (confidence {r.concept.confidence:.2f})")
         out.append(
             ScoredProposal(
                 "noise",
                 [cid],
                 score,
-                f"{quoted(r.title)} ({r.type}, {r.support_count} evidence) looks like conversational noise: "
+                f"{quoted(r.concept.title)} ({r.concept.type}, {r.concept.support_count} evidence) looks like conversational noise: "
                 + "; ".join(reasons)
                 + ".",
                 _cite(r.evidence, cfg.max_cited),
@@ -195,7 +170,7 @@ def _lexical(a: ConceptRecord, b: ConceptRecord) -> tuple[float, str]:
     shared = a.names & b.names
     if shared:
         return 1.0, f"shared name {sorted(shared)[0]!r}"
-    ta, tb = set(normalise_name(a.title).split()), set(normalise_name(b.title).split())
+    ta, tb = set(normalise_name(a.concept.title).split()), set(normalise_name(b.concept.title).split())
     if not ta or not tb:
         return 0.0, "no shared name"
     jaccard = len(ta & tb) / len(ta | tb)
@@ -237,7 +212,7 @@ def _candidate_pairs(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> s
 
 
 def _canonical_order(r: ConceptRecord) -> tuple:
-    return (-r.support_count, -r.confidence, r.first_seen, r.concept_id)
+    return (-r.concept.support_count, -r.concept.confidence, r.concept.first_seen, r.concept_id)
 
 
 def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> list[ScoredProposal]:
@@ -245,7 +220,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
     accepted: dict[tuple[str, str], dict] = {}
     for a_id, b_id in sorted(_candidate_pairs(inv, cfg, excluded)):
         a, b = inv.concepts[a_id], inv.concepts[b_id]
-        if not cfg.compatible(a.type, b.type):
+        if not cfg.compatible(a.concept.type, b.concept.type):
             continue
         if a.segments & b.segments and not _share_a_word(a, b):
             # the extractor told them apart in the very same context ("Dune" by "Frank Herbert"): neighbours
@@ -295,7 +270,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         for cid in ids:
             cited += [m for m in _cite(inv.concepts[cid].evidence, 2) if m not in cited]
         parts = [
-            f"{quoted(inv.concepts[o].title)} ({inv.concepts[o].type}, {inv.concepts[o].support_count} evidence): "
+            f"{quoted(inv.concepts[o].concept.title)} ({inv.concepts[o].concept.type}, {inv.concepts[o].concept.support_count} evidence): "
             f"{p['notes']}"
             for o, p in linked
         ]
@@ -304,7 +279,7 @@ def merge_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
                 "merge",
                 ids,
                 min(p["score"] for _, p in linked),
-                f"likely duplicates of {quoted(head.title)} ({head.type}, {head.support_count} evidence): "
+                f"likely duplicates of {quoted(head.concept.title)} ({head.concept.type}, {head.concept.support_count} evidence): "
                 + "; ".join(parts)
                 + ".",
                 cited[: max(cfg.max_cited, len(ids))],
@@ -321,7 +296,7 @@ def _naming_index(inv: Inventory) -> tuple[dict[str, set[str]], dict[str, str]]:
     postings: dict[str, set[str]] = defaultdict(set)
     texts: dict[str, str] = {}
     for cid, r in inv.concepts.items():
-        text = " " + " | ".join(normalise_name(n) for n in (r.title, *r.aliases)) + " "
+        text = " " + " | ".join(normalise_name(n) for n in (r.concept.title, *r.concept.aliases)) + " "
         texts[cid] = text
         for token in set(text.split()):
             postings[token].add(cid)
@@ -348,7 +323,7 @@ def macro_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
     postings, texts = _naming_index(inv)
     out = []
     for cid, r in inv.concepts.items():
-        if cid in excluded or r.support_count < cfg.macro_min_support:
+        if cid in excluded or r.concept.support_count < cfg.macro_min_support:
             continue
         by_topic = inv.has_topics and bool(r.topics)
         spread = len(r.topics) if by_topic else len(r.conversations)
@@ -357,19 +332,19 @@ def macro_candidates(inv: Inventory, cfg: TriageConfig, excluded: set[str]) -> l
         members = members_naming(inv, r, postings, texts)
         score = clamp(
             0.5 * min(1.0, spread / cfg.macro_spread_ref)
-            + 0.3 * min(1.0, r.support_count / cfg.macro_support_ref)
+            + 0.3 * min(1.0, r.concept.support_count / cfg.macro_support_ref)
             + 0.2 * min(1.0, len(members) / cfg.macro_members_ref)
         )
         if score < cfg.macro_min_score:
             continue
         kind = "topics" if by_topic else "conversations"
-        named_by = ", ".join(quoted(inv.concepts[m].title) for m in members[:5])
+        named_by = ", ".join(quoted(inv.concepts[m].concept.title) for m in members[:5])
         out.append(
             ScoredProposal(
                 "macro_concept",
                 [cid],
                 score,
-                f"{quoted(r.title)} ({r.type}) is a hub: {r.support_count} evidence across {spread} {kind}"
+                f"{quoted(r.concept.title)} ({r.concept.type}) is a hub: {r.concept.support_count} evidence across {spread} {kind}"
                 + (f", named by {len(members)} other concepts ({named_by})" if members else "")
                 + ".",
                 _cite(r.evidence, cfg.max_cited),

@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from memory_core.gardener.inventory import Inventory
-from memory_core.gardener.scoring import ScoredProposal
+from memory_core.gardener.proposals import ScoredProposal
+from memory_core.gardener.triage.inventory import Inventory
 from memory_core.llm.accounting import call_row, record_calls
 from memory_core.llm.base import LLMClient, StructuredRequest
 from memory_core.ontology.strict import StrictBase
@@ -93,11 +93,11 @@ def render_batch(inventory: Inventory, batch: list[ScoredProposal]) -> str:
             concepts.append(
                 {
                     "concept_id": cid,
-                    "title": r.title,
-                    "type": r.type,
-                    "description": r.description,
-                    "aliases": r.aliases[:8],
-                    "evidence_count": r.support_count,
+                    "title": r.concept.title,
+                    "type": r.concept.type,
+                    "description": r.concept.description,
+                    "aliases": r.concept.aliases[:8],
+                    "evidence_count": r.concept.support_count,
                     "evidence": [
                         {"message_id": e.message_id, "quote": e.surface, "context": e.description}
                         for e in r.evidence[:EVIDENCE_PER_CONCEPT]

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory_core.memory_loop.candidates import normalise_name
+from memory_core.concepts.names import normalise_name
 
 INTERJECTIONS = frozenset(
     "hi hey hello yo woah whoa wow oh ah aw aww ahh omg lol haha hahaha yeah yep yup nope ok okay sure well "

@@ -1,4 +1,5 @@
-"""Quality figures of the concept memory (DESIGN §9), computed from the stores.
+"""Quality figures of the concept memory (DESIGN §9), computed from the stores (the consolidation stage
+reports them, the gardener judges a Phase 1 run by them).
 
 - coverage: share of live segments holding evidence of a live (active/weak) concept; high-confidence
   coverage counts only active concepts with confidence ≥ `high_confidence`.
@@ -7,8 +8,6 @@
   For unit vectors v_1..v_n: (|Σv|² − n) / (n(n−1)). Reported over concepts with ≥ 2 pieces of evidence.
 - grounding: share of live concepts whose every evidence span still equals its message text.
 - compression: linked mentions per live concept; residual share: memory-loop residuals per mention.
-- churn (of a run): share of live concepts whose description was rewritten (refined) in the run.
-- residual novelty (of a run): mean of 1 − (best cosine to any concept) over the run's rejected candidates.
 """
 
 from __future__ import annotations
@@ -18,9 +17,9 @@ from collections import defaultdict
 import numpy as np
 from sqlalchemy import func, select
 
+from memory_core.concepts.store import CONSOLIDATION_STAGE
 from memory_core.embeddings.base import Embedder
-from memory_core.memory_loop.loop import LIVE_STATES, STAGE, LoopReport
-from memory_core.ontology.concepts import concept_embedding_key
+from memory_core.ontology.concepts import LIVE_STATES, concept_embedding_key
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (
     canonical_concepts,
@@ -160,7 +159,9 @@ def totals(store: CorpusStore) -> dict:
             select(func.count()).where(mentions.c.consolidated_id.is_not(None))
         ).scalar_one()
         rejected = conn.execute(
-            select(func.count(func.distinct(residuals.c.mention_id))).where(residuals.c.stage == STAGE)
+            select(func.count(func.distinct(residuals.c.mention_id))).where(
+                residuals.c.stage == CONSOLIDATION_STAGE
+            )
         ).scalar_one()
         by_state = dict(
             conn.execute(
@@ -178,19 +179,6 @@ def totals(store: CorpusStore) -> dict:
         "concepts_weak": by_state.get("weak", 0),
         "compression": round(linked / live, 3) if live else 0.0,
         "residual_share": round(rejected / n_mentions, 4) if n_mentions else 0.0,
-    }
-
-
-def run_figures(report: LoopReport) -> dict:
-    decided = report.processed
-    return {
-        "churn": round(len(report.refined_concepts) / report.concepts_after, 4)
-        if report.concepts_after
-        else 0.0,
-        "run_residual_share": round(report.actions["reject"] / decided, 4) if decided else 0.0,
-        "residual_novelty": round(float(np.mean(report.residual_novelty)), 4)
-        if report.residual_novelty
-        else 0.0,
     }
 
 

@@ -19,23 +19,23 @@ from datetime import datetime
 
 from sqlalchemy import insert
 
+from memory_core.concepts import action_log as log
+from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.store import content_hash
 from memory_core.gardener import proposals as lp
-from memory_core.gardener.actions import LOG_ACTION, ActionBuilder, PlannedAction
-from memory_core.gardener.choosers import Chooser
 from memory_core.gardener.errors import RefusedActionError
-from memory_core.gardener.neighbourhood import load_neighbourhood
-from memory_core.gardener.state import (
+from memory_core.gardener.refactor.actions import LOG_ACTION, ActionBuilder, PlannedAction
+from memory_core.gardener.refactor.choosers import Chooser
+from memory_core.gardener.refactor.neighbourhood import load_neighbourhood
+from memory_core.gardener.refactor.state import (
     Workspace,
     changed_concepts,
-    content_hash,
     log_records,
     normalise_snapshot,
     write_state,
 )
 from memory_core.ids import stable_uuid
 from memory_core.llm.accounting import call_row, record_calls
-from memory_core.memory_loop import action_log as log
-from memory_core.memory_loop.concepts import ConceptPolicy
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import gardener_actions
 

@@ -1,9 +1,9 @@
-"""The ActionLog: append-only record of every cognitive operation, and its replay.
+"""The ActionLog: append-only record of every cognitive operation on concepts, and its replay.
 
-A record holds the action, the candidate (mention id), the concept, the retrieval scores, the rationale,
-the cited message ids, the prior state of the changed fields (so any action can be rolled back) and the
-new state as a patch (see `concepts.py`), the run id and the time. The log only ever grows: this module
-inserts and reads, and on SQLite a trigger refuses UPDATE and DELETE (see the schema).
+A record holds the action, the actor, the candidate (mention id), the concept, the scores, the rationale,
+the cited message ids, the prior state of the changed fields (so any action can be rolled back), the new
+state as a patch (see `patches.py`), the run id and the time. The log only ever grows: this module inserts
+and reads, and on SQLite a trigger refuses UPDATE and DELETE (see the schema).
 
 Replay: applying the patches of create / attach / refine / relate in `action_id` order to an empty store
 rebuilds `canonical_concepts` and `concept_evidence` exactly (`replay_concepts`, `rebuild_from_log`).
@@ -23,13 +23,20 @@ from datetime import datetime
 
 from sqlalchemy import Connection, insert, select
 
-from memory_core.memory_loop.concepts import (
-    EVIDENCE_APPEND,
+from memory_core.concepts.patches import (
     EVIDENCE_ROWS,
     apply_patch,
+    concept_from_patch,
     from_json_state,
     to_json_state,
 )
+from memory_core.concepts.store import (
+    concept_to_row,
+    evidence_row,
+    insert_concepts,
+    read_concepts,
+)
+from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.store.schema import action_log, canonical_concepts, concept_evidence
 
 CONCEPT_ACTIONS = ("create", "attach", "refine", "relate", "merge", "split", "archive", "rollback")
@@ -91,24 +98,9 @@ def read(conn: Connection, actor: str | None = None, batch: int = 5000) -> Itera
         last = rows[-1]["action_id"]
 
 
-def evidence_row(concept_id: str, mention_id: str, span: dict) -> dict:
-    """The `concept_evidence` row (the EVIDENCE_FOR edge) of one evidence span."""
-    return {
-        "concept_id": concept_id,
-        "mention_id": mention_id,
-        "message_id": span["message_id"],
-        "segment_id": span["source_id"],
-        "span_start": span["char_start"],
-        "span_end": span["char_end"],
-        "text": span["text"],
-        "confidence": span["confidence"],
-        "status": "active",
-    }
-
-
-def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
-    """Concept rows (with evidence_spans) and evidence rows rebuilt from log rows, in order."""
-    concepts: dict[str, dict] = {}
+def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, ConceptHypothesis], list[dict]]:
+    """Concepts and evidence rows rebuilt from log rows, in order."""
+    concepts: dict[str, ConceptHypothesis] = {}
     evidence: dict[str, list[dict]] = {}
     for row in rows:
         if row["action"] not in CONCEPT_ACTIONS:
@@ -123,20 +115,17 @@ def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
             continue
         if row["action"] == "create" and cid in concepts:
             raise ValueError(f"action {row['action_id']}: concept {cid} created twice")
-        if cid not in concepts:
-            if row["prior_state"] is not None:
-                raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
-            concepts[cid] = {"evidence_spans": []}
-            evidence[cid] = []
+        if cid in concepts:
+            spans = apply_patch(concepts[cid], patch)
+        elif row["prior_state"] is not None:
+            raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
+        else:
+            concepts[cid], spans = concept_from_patch(patch)
         rows_set = patch.get(EVIDENCE_ROWS)
-        spans = apply_patch(concepts[cid], patch)
-        concepts[cid]["evidence_spans"] = [*concepts[cid]["evidence_spans"], *spans]
         if rows_set is not None:
             evidence[cid] = [{"concept_id": cid, **r} for r in rows_set]
         else:
-            evidence[cid] += [evidence_row(cid, row["mention_id"], s) for s in spans]
-    for head in concepts.values():
-        head.pop(EVIDENCE_APPEND, None)
+            evidence.setdefault(cid, []).extend(evidence_row(cid, row["mention_id"], s) for s in spans)
     return concepts, [r for cid in concepts for r in evidence.get(cid, [])]
 
 
@@ -144,8 +133,14 @@ def replay_differences(conn: Connection) -> dict:
     """Replay the whole log and compare with the stored tables: the ids of concepts whose row differs and
     whether the evidence rows (as a multiset) agree."""
     replayed, replayed_evidence = replay_concepts(read(conn))
-    stored = {r["concept_id"]: dict(r) for r in conn.execute(select(canonical_concepts)).mappings()}
-    differing = sorted(cid for cid in set(stored) | set(replayed) if stored.get(cid) != replayed.get(cid))
+    stored = read_concepts(conn)
+
+    def _row(concept: ConceptHypothesis | None) -> dict | None:
+        return None if concept is None else concept_to_row(concept)
+
+    differing = sorted(
+        cid for cid in set(stored) | set(replayed) if _row(stored.get(cid)) != _row(replayed.get(cid))
+    )
     stored_evidence = [dict(r) for r in conn.execute(select(concept_evidence)).mappings()]
 
     def _key(r: dict) -> tuple:
@@ -166,8 +161,7 @@ def rebuild_from_log(source: Connection, target: Connection) -> tuple[int, int]:
     concepts, evidence = replay_concepts(read(source))
     if target.execute(select(canonical_concepts.c.concept_id).limit(1)).first() is not None:
         raise ValueError("rebuild_from_log needs an empty canonical_concepts table")
-    if concepts:
-        target.execute(insert(canonical_concepts), list(concepts.values()))
+    insert_concepts(target, concepts.values())
     if evidence:
         target.execute(insert(concept_evidence), evidence)
     return len(concepts), len(evidence)

@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from memory_core.gardener.actions import ACTIONS, EvidenceGroup, PlannedAction
-from memory_core.gardener.choosers import Choice, Chooser, ChooserRules, stale_note
-from memory_core.gardener.neighbourhood import Neighbourhood
+from memory_core.gardener.refactor.actions import ACTIONS, EvidenceGroup, PlannedAction
+from memory_core.gardener.refactor.choosers import Choice, Chooser, ChooserRules, stale_note
+from memory_core.gardener.refactor.neighbourhood import Neighbourhood
 from memory_core.llm.base import LLMClient, StructuredRequest
 from memory_core.ontology.strict import StrictBase
 
@@ -78,18 +78,18 @@ Answer with the JSON schema given.
 def render_neighbourhood(hood: Neighbourhood) -> str:
     p = hood.proposal
     concepts = []
-    for cid, row in hood.concepts.items():
+    for cid, concept in hood.concepts.items():
         concepts.append(
             {
                 "concept_id": cid,
-                "title": row["title"],
-                "type": row["type"],
-                "state": row["state"],
-                "description": row["description"],
-                "aliases": row["aliases"][:10],
-                "evidence_count": row["support_count"],
+                "title": concept.title,
+                "type": concept.type,
+                "state": concept.state,
+                "description": concept.description,
+                "aliases": concept.aliases[:10],
+                "evidence_count": concept.support_count,
                 "topics": hood.topics.get(cid, [])[:5],
-                "relations": row["relations"][:10],
+                "relations": [r.model_dump() for r in concept.relations[:10]],
                 "evidence": [
                     {
                         "mention_id": m["mention_id"],

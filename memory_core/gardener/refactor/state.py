@@ -1,11 +1,12 @@
 """Concept state as the gardener reads, changes, audits and restores it.
 
-A *snapshot* of a set of concepts is JSON: each concept's whole `canonical_concepts` row (None when the
-concept does not exist), its `concept_evidence` rows and the mentions linked to it (`consolidated_id`).
+A *snapshot* of a set of concepts is JSON: each concept's whole `canonical_concepts` row (a
+`ConceptHypothesis` as JSON, None when the concept does not exist), its `concept_evidence` rows and the
+mentions linked to it (`consolidated_id`).
 A Phase 1 action is a pair of snapshots (before, after) of the concepts it touches; applying writes
 `after`, rolling back writes `before`. Both are kept in `gardener_actions` so any action can be audited and
 undone exactly, and each write also appends one `action_log` row per touched concept (see
-`memory_loop/action_log.py` for how replay reads them).
+`memory_core/concepts/action_log.py` for how replay reads them).
 
 `Workspace` holds the touched concepts in memory: a run plans every action against it (a dry-run never
 writes), and a real run writes each action in its own transaction as soon as it is planned.
@@ -14,46 +15,30 @@ writes), and a real run writes each action in its own transaction as soon as it 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, Text, bindparam, cast, delete, insert, select, update
+from sqlalchemy import Connection, Text, bindparam, cast, select, update
 
-from memory_core.memory_loop import action_log as log
-from memory_core.memory_loop.concepts import DATETIME_FIELDS, EVIDENCE_ROWS
+from memory_core.concepts import action_log as log
+from memory_core.concepts.patches import EVIDENCE_ROWS
+from memory_core.concepts.store import (
+    concept_from_json,
+    concept_to_json,
+    concept_to_row,
+    delete_concepts,
+    insert_concepts,
+    read_concepts,
+    read_evidence,
+    replace_evidence,
+    update_concepts,
+)
+from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import canonical_concepts, concept_evidence, mentions
 
-CONCEPT_COLUMNS = [c.name for c in canonical_concepts.c]
-EVIDENCE_COLUMNS = [c.name for c in concept_evidence.c if c.name != "concept_id"]
 ACTOR = "gardener"
 _CHUNK = 500
-
-
-def concept_to_json(row: dict | None) -> dict | None:
-    """A `canonical_concepts` row as JSON (times as ISO strings); a deep copy."""
-    if row is None:
-        return None
-    return {
-        k: (row[k].isoformat() if isinstance(row[k], datetime) else copy.deepcopy(row[k]))
-        for k in CONCEPT_COLUMNS
-    }
-
-
-def concept_from_json(row: dict | None) -> dict | None:
-    """The inverse of `concept_to_json`; a deep copy."""
-    if row is None:
-        return None
-    return {
-        k: (
-            datetime.fromisoformat(row[k])
-            if k in DATETIME_FIELDS and isinstance(row[k], str)
-            else copy.deepcopy(row[k])
-        )
-        for k in CONCEPT_COLUMNS
-    }
 
 
 def _evidence_sort_key(row: dict) -> tuple:
@@ -68,42 +53,12 @@ def normalise_snapshot(snapshot: dict) -> dict:
     return snapshot
 
 
-def content_hash(store: CorpusStore) -> str:
-    """sha256 of canonical_concepts and concept_evidence, independent of row order (streamed)."""
-    digest = hashlib.sha256()
-    with store.staging.connect() as conn:
-        for table, order in (
-            (canonical_concepts, [canonical_concepts.c.concept_id]),
-            (concept_evidence, [concept_evidence.c.concept_id, concept_evidence.c.mention_id]),
-        ):
-            digest.update(table.name.encode())
-            for row in conn.execute(select(table).order_by(*order)).mappings():
-                digest.update(
-                    json.dumps(dict(row), sort_keys=True, default=str, ensure_ascii=False).encode() + b"\n"
-                )
-    return digest.hexdigest()
-
-
-def table_hash(store: CorpusStore, tables: Iterable) -> str:
-    """sha256 of whole staging tables (every column, rows in primary-key or full-column order)."""
-    digest = hashlib.sha256()
-    with store.staging.connect() as conn:
-        for table in tables:
-            digest.update(table.name.encode())
-            order = list(table.primary_key.columns) or list(table.c)
-            for row in conn.execute(select(table).order_by(*order)).mappings():
-                digest.update(
-                    json.dumps(dict(row), sort_keys=True, default=str, ensure_ascii=False).encode() + b"\n"
-                )
-    return digest.hexdigest()
-
-
 class Workspace:
     """The concepts a run touches, read from the store on first use and changed in memory."""
 
     def __init__(self, store: CorpusStore):
         self.store = store
-        self._concepts: dict[str, dict | None] = {}
+        self._concepts: dict[str, ConceptHypothesis | None] = {}
         self._evidence: dict[str, list[dict]] = {}
         self._links: dict[str, list[str]] = {}  # concept -> linked mention ids
         self._incoming: dict[str, set[str]] | None = None
@@ -114,35 +69,26 @@ class Workspace:
         if not missing:
             return
         with self.store.staging.connect() as conn:
+            rows = read_concepts(conn, missing)
+            evidence = read_evidence(conn, missing)
+            links: dict[str, list[str]] = {c: [] for c in missing}
             for i in range(0, len(missing), _CHUNK):
-                chunk = missing[i : i + _CHUNK]
-                rows = {
-                    r["concept_id"]: dict(r)
-                    for r in conn.execute(
-                        select(canonical_concepts).where(canonical_concepts.c.concept_id.in_(chunk))
-                    ).mappings()
-                }
-                evidence: dict[str, list[dict]] = {c: [] for c in chunk}
-                for r in conn.execute(
-                    select(concept_evidence).where(concept_evidence.c.concept_id.in_(chunk))
-                ).mappings():
-                    evidence[r["concept_id"]].append({k: r[k] for k in EVIDENCE_COLUMNS})
-                links: dict[str, list[str]] = {c: [] for c in chunk}
                 for mention_id, cid in conn.execute(
                     select(mentions.c.mention_id, mentions.c.consolidated_id).where(
-                        mentions.c.consolidated_id.in_(chunk)
+                        mentions.c.consolidated_id.in_(missing[i : i + _CHUNK])
                     )
                 ):
                     links[cid].append(mention_id)
-                for cid in chunk:
-                    self._concepts[cid] = rows.get(cid)
-                    self._evidence[cid] = sorted(evidence[cid], key=_evidence_sort_key)
-                    self._links[cid] = sorted(links[cid])
+        for cid in missing:
+            self._concepts[cid] = rows.get(cid)
+            self._evidence[cid] = sorted(evidence[cid], key=_evidence_sort_key)
+            self._links[cid] = sorted(links[cid])
 
-    def concept(self, cid: str) -> dict | None:
+    def concept(self, cid: str) -> ConceptHypothesis | None:
+        """The concept as this workspace sees it (a copy the caller may change)."""
         self._load([cid])
-        row = self._concepts[cid]
-        return copy.deepcopy(row) if row is not None else None
+        concept = self._concepts[cid]
+        return concept.model_copy(deep=True) if concept is not None else None
 
     def evidence(self, cid: str) -> list[dict]:
         self._load([cid])
@@ -201,15 +147,16 @@ class Workspace:
         self._load(after["concepts"])
         for cid, row in after["concepts"].items():
             old = self._concepts.get(cid)
-            self._concepts[cid] = concept_from_json(row)
+            new = concept_from_json(row)
+            self._concepts[cid] = new
             self._evidence[cid] = sorted(
                 copy.deepcopy(after["evidence"].get(cid, [])), key=_evidence_sort_key
             )
             if self._incoming is not None:
-                for rel in (old or {}).get("relations") or []:
-                    self._incoming.get(rel["target_id"], set()).discard(cid)
-                for rel in (row or {}).get("relations") or []:
-                    self._incoming.setdefault(rel["target_id"], set()).add(cid)
+                for rel in old.relations if old is not None else []:
+                    self._incoming.get(rel.target_id, set()).discard(cid)
+                for rel in new.relations if new is not None else []:
+                    self._incoming.setdefault(rel.target_id, set()).add(cid)
         # an action moves mentions only between the concepts it touches, so `after` lists every one of them
         for cid in after["concepts"]:
             self._links[cid] = sorted(m for m, c in after["mention_links"].items() if c == cid)
@@ -222,35 +169,32 @@ def current_snapshot(store: CorpusStore, ids: Iterable[str]) -> dict:
 
 def write_state(conn: Connection, before: dict, after: dict) -> None:
     """Make the store hold `after` for its concepts (and its mention links), given it holds `before`."""
+    removed, changed, created = [], [], []
     for cid, row in after["concepts"].items():
         existed = before["concepts"].get(cid) is not None
-        stored = concept_from_json(row)
-        if stored is None:
+        concept = concept_from_json(row)
+        if concept is None:
             if existed:
-                conn.execute(delete(canonical_concepts).where(canonical_concepts.c.concept_id == cid))
-        elif existed:
-            values = {k: v for k, v in stored.items() if k != "concept_id"}
-            conn.execute(
-                update(canonical_concepts).where(canonical_concepts.c.concept_id == cid).values(**values)
-            )
+                removed.append(cid)
         else:
-            conn.execute(insert(canonical_concepts), [stored])
+            (changed if existed else created).append(concept)
+    delete_concepts(conn, removed)
+    update_concepts(conn, changed)
+    insert_concepts(conn, created)
+    for cid in after["concepts"]:
         if before["evidence"].get(cid, []) != after["evidence"].get(cid, []):
-            conn.execute(delete(concept_evidence).where(concept_evidence.c.concept_id == cid))
-            rows = [{"concept_id": cid, **r} for r in after["evidence"].get(cid, [])]
-            if rows:
-                conn.execute(insert(concept_evidence), rows)
-    changed = [
+            replace_evidence(conn, cid, after["evidence"].get(cid, []))
+    links = [
         {"b_mention_id": m, "b_concept_id": c}
         for m, c in after["mention_links"].items()
         if before["mention_links"].get(m) != c
     ]
-    if changed:
+    if links:
         conn.execute(
             update(mentions)
             .where(mentions.c.mention_id == bindparam("b_mention_id"))
             .values(consolidated_id=bindparam("b_concept_id")),
-            changed,
+            links,
         )
 
 
@@ -272,8 +216,8 @@ def log_records(
         if old_row == new_row and before["evidence"].get(cid) == after["evidence"].get(cid):
             continue
         evidence_changed = before["evidence"].get(cid, []) != after["evidence"].get(cid, [])
-        prior = concept_from_json(old_row)
-        new = concept_from_json(new_row)
+        prior = _row_patch(old_row)
+        new = _row_patch(new_row)
         if evidence_changed:
             if prior is not None:
                 prior[EVIDENCE_ROWS] = before["evidence"].get(cid, [])
@@ -295,6 +239,12 @@ def log_records(
             )
         )
     return records
+
+
+def _row_patch(row: dict | None) -> dict | None:
+    """A whole concept row as an ActionLog patch (a copy, times as datetimes)."""
+    concept = concept_from_json(row)
+    return None if concept is None else concept_to_row(concept)
 
 
 def changed_concepts(before: dict, after: dict) -> list[str]:

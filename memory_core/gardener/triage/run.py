@@ -17,14 +17,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_core.concepts.store import content_hash
 from memory_core.embeddings.base import Embedder
 from memory_core.gardener.errors import GardenerError
-from memory_core.gardener.inventory import Inventory, load_inventory
-from memory_core.gardener.llm_triage import LLMTriageStats, review_with_llm
-from memory_core.gardener.proposals import write_proposals
-from memory_core.gardener.scoring import (
-    CATEGORIES,
-    ScoredProposal,
+from memory_core.gardener.metrics import proposal_counts
+from memory_core.gardener.proposals import CATEGORIES, ScoredProposal, write_proposals
+from memory_core.gardener.triage.inventory import Inventory, load_inventory
+from memory_core.gardener.triage.llm_review import LLMTriageStats, review_with_llm
+from memory_core.gardener.triage.scoring import (
     TriageConfig,
     macro_candidates,
     manifest,
@@ -32,8 +32,7 @@ from memory_core.gardener.scoring import (
     noise_candidates,
     noise_signals,
 )
-from memory_core.gardener.splits import split_candidates
-from memory_core.gardener.state import content_hash
+from memory_core.gardener.triage.splits import split_candidates
 from memory_core.llm.base import LLMClient
 from memory_core.store.db import CorpusStore, utcnow
 
@@ -42,6 +41,8 @@ MANIFEST_FILE = ("gardener", "triage_manifest.json")
 
 @dataclass
 class TriageReport:
+    """A triage run: its proposals, what was written, and the hash proving concepts were left alone."""
+
     run_id: str
     proposals: list[ScoredProposal]
     concepts: int
@@ -52,6 +53,7 @@ class TriageReport:
     manifest_path: str = ""
     seconds: float = 0.0
     timings: dict = field(default_factory=dict)
+    proposals_by_status: dict = field(default_factory=dict)  # category -> status -> count, every run's
 
     @property
     def counts(self) -> dict[str, int]:
@@ -64,6 +66,39 @@ class TriageReport:
             scores = [p.score for p in self.proposals if p.category == k]
             out[k] = round(sum(scores) / len(scores), 4) if scores else 0.0
         return out
+
+    def top_proposals(self, limit: int = 25) -> list[dict]:
+        top = sorted(self.proposals, key=lambda p: -p.score)[:limit]
+        return [
+            {
+                "category": p.category,
+                "score": p.score,
+                "rationale": p.rationale,
+                "cited": len(p.cited_message_ids),
+            }
+            for p in top
+        ]
+
+    def as_metadata(self) -> dict:
+        """Plain figures under the `gardener_triage` asset's metadata keys (`top_proposals` is a row list,
+        `manifest` a path)."""
+        counts = self.counts
+        return {
+            "concepts": self.concepts,
+            **{f"{k}_candidates": v for k, v in counts.items()},
+            "proposals_total": sum(counts.values()),
+            "mean_score": self.mean_scores(),
+            "written": dict(self.written),
+            "proposals_by_status": self.proposals_by_status,
+            "concepts_unchanged": self.hash_before == self.hash_after,
+            "content_hash_before": self.hash_before,
+            "content_hash_after": self.hash_after,
+            "llm_review": self.llm.as_dict() if self.llm else {"model": "none (offline scoring only)"},
+            "manifest": self.manifest_path,
+            "top_proposals": self.top_proposals(),
+            "seconds": round(self.seconds, 3),
+            **self.timings,
+        }
 
 
 def score_all(inv: Inventory, cfg: TriageConfig) -> list[ScoredProposal]:
@@ -124,6 +159,7 @@ def run_triage(
         },
     )
     report.manifest_path = str(write_manifest(store, report))
+    report.proposals_by_status = proposal_counts(store)
     report.seconds = time.perf_counter() - started
     return report
 

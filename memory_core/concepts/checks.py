@@ -1,0 +1,61 @@
+"""Contracts of the concept store, evaluated on what is stored: the consolidation and gardener asset checks
+wrap these (the gardener re-checks them after changing concepts)."""
+
+from __future__ import annotations
+
+from memory_core.concepts import action_log, metrics
+from memory_core.embeddings.base import Embedder
+from memory_core.reports import CheckResult
+from memory_core.store.db import CorpusStore
+
+PURITY_THRESHOLD = 0.70
+
+
+def evidence_grounding(store: CorpusStore) -> CheckResult:
+    """Every evidence span of every live concept equals its message text (and every live concept has one)."""
+    g = metrics.grounding(store)
+    return CheckResult(
+        g["ungrounded_concepts"] == 0,
+        {
+            "grounding": g["grounding"],
+            "concepts": g["concepts"],
+            "evidence_spans": g["evidence_spans"],
+            "ungrounded_concepts": g["ungrounded_concepts"],
+            "bad_spans": g["bad_spans"],
+        },
+    )
+
+
+def concept_purity(
+    store: CorpusStore, embedder: Embedder, threshold: float = PURITY_THRESHOLD
+) -> CheckResult:
+    """Mean purity (pairwise cosine of the candidates each concept absorbed) above `threshold`."""
+    p = metrics.purity(store, embedder, threshold)
+    worst = sorted(p["purity_by_concept"].items(), key=lambda kv: kv[1])[:10]
+    return CheckResult(
+        p["purity"] > threshold,
+        {
+            "purity": p["purity"],
+            "purity_min": p["purity_min"],
+            "concepts_scored": p["concepts_scored"],
+            "impure_concepts": p["impure_concepts"],
+            "least_pure": {cid: round(v, 4) for cid, v in worst},
+        },
+    )
+
+
+def action_log_replays(store: CorpusStore) -> CheckResult:
+    """Replaying the whole ActionLog over an empty store reproduces canonical_concepts and concept_evidence."""
+    with store.staging.connect() as conn:
+        diff = action_log.replay_differences(conn)
+    return CheckResult(
+        not diff["differing"] and diff["evidence_equal"],
+        {
+            "concepts": diff["concepts"],
+            "replayed": diff["replayed"],
+            "differing": len(diff["differing"]),
+            "evidence_rows": diff["evidence_rows"],
+            "evidence_equal": diff["evidence_equal"],
+            "examples": diff["differing"][:10],
+        },
+    )
