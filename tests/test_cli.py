@@ -75,7 +75,7 @@ def test_the_instance_template_is_packaged_and_seeds_a_new_dagster_home(tmp_path
     from memory_assets.instance import INSTANCE_TEMPLATE, ensure_dagster_home, template
     from memory_core.store.db import MemoryHome
 
-    monkeypatch.delenv("DAGSTER_HOME")
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
     path = ensure_dagster_home(MemoryHome.resolve(tmp_path / "home"))
     assert path == tmp_path / "home" / "dagster" and os.environ["DAGSTER_HOME"] == str(path)
     seeded = (path / "dagster.yaml").read_text(encoding="utf-8")
