@@ -15,7 +15,7 @@ from memory_query.evidence import (
     render_context,
 )
 from memory_query.paths import REGISTRY
-from memory_query.reader import CorpusReader
+from memory_query.reader import ConceptTable, CorpusReader
 from memory_query.state import ConceptMatch, QueryState
 
 CONCEPT_HITS = 8  # concepts listed in an answer
@@ -31,15 +31,24 @@ def assemble(
         corpus=reader.store.name,
         as_of=as_of,
         items=items,
-        concepts=concept_hits(reader, state.concept_match),
+        concepts=concept_hits(state.concepts, state.concept_match),
         topics=state.topic_hits,
         reflective=reactions(reader, [i.message_id for i in items]) if psychological_access else [],
         context="",
-        paths_available={p.name: p.available(reader) for p in REGISTRY},
+        paths_available=paths_available(reader),
         timings_ms={},
     )
     answer.context = render_context(answer, include_reflective=psychological_access)
     return answer
+
+
+def paths_available(reader: CorpusReader) -> dict[str, bool]:
+    """Per registry path, whether the memory it reads was built (paths sharing a check ask it once)."""
+    checked: dict[object, bool] = {}
+    for path in REGISTRY:
+        if path.available not in checked:
+            checked[path.available] = path.available(reader)
+    return {path.name: checked[path.available] for path in REGISTRY}
 
 
 def _concept_spans(state: QueryState) -> dict[int, tuple[int, int, str]]:
@@ -47,7 +56,7 @@ def _concept_spans(state: QueryState) -> dict[int, tuple[int, int, str]]:
     match, spans = state.concept_match, {}
     if match is None:
         return spans
-    concepts, table = state.reader.concepts(), state.table
+    concepts, table = state.concepts, state.table
     for ci, found_ids in match.evidence.items():
         for mi, _conf, start, end in concepts.evidence[ci]:
             if table.ids[mi] in found_ids and mi not in spans:
@@ -59,7 +68,7 @@ def evidence_items(state: QueryState, order: list[int]) -> list[EvidenceItem]:
     table, settings, match = state.table, state.settings, state.concept_match
     texts = state.reader.message_texts([table.ids[i] for i in order])
     spans = _concept_spans(state)
-    concept_ids = state.reader.concepts().ids
+    concept_ids = state.concepts.ids
     fused_paths = [p.name for p in settings.paths() if settings.weight(p.name) > 0]
     items = []
     for mi in order:
@@ -103,10 +112,10 @@ def _excerpt_window(length: int, span: tuple | None) -> tuple[int, int]:
     return start, start + EXCERPT_CHARS
 
 
-def concept_hits(reader: CorpusReader, match: ConceptMatch | None) -> list[ConceptHit]:
+def concept_hits(concepts: ConceptTable, match: ConceptMatch | None) -> list[ConceptHit]:
     if match is None:
         return []
-    rows = reader.concepts().rows
+    rows = concepts.rows
     hits = []
     for ci in match.top[:CONCEPT_HITS]:
         row = rows[ci]

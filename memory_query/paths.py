@@ -57,7 +57,7 @@ class RetrievalPath:
 # ------------------------------------------------------------------------------------------ MATCH
 def lexical(state: QueryState) -> np.ndarray:
     out = state.zeros()
-    doc_rows, _ = state.reader.lexicon_alignment()
+    doc_rows, _ = state.lexicon_rows
     scores = state.lexicon.messages.scores(state.tokens)
     if doc_rows.size:
         known = doc_rows >= 0  # an index older than the source may name messages no longer there
@@ -66,7 +66,7 @@ def lexical(state: QueryState) -> np.ndarray:
 
 
 def session(state: QueryState) -> np.ndarray:
-    _, conv_rows = state.reader.lexicon_alignment()
+    _, conv_rows = state.lexicon_rows
     conv_scores = max_scaled(state.lexicon.conversations.scores(state.tokens))
     if not (conv_scores.size and state.n):
         return state.zeros()
@@ -107,7 +107,7 @@ def topic(state: QueryState) -> np.ndarray:
     found = _nearest(state, "topics", state.settings.topics_used) if topics.ids else None
     if found is None:
         return out
-    concepts, prior = state.reader.concepts(), state.concept_prior
+    concepts, prior = state.concepts, state.concept_prior
     for tid, sim in zip(*found, strict=True):
         ti = topics.index.get(tid)
         if ti is None or sim <= 0:
@@ -126,7 +126,7 @@ def topic(state: QueryState) -> np.ndarray:
 
 def _concept_scores(state: QueryState) -> np.ndarray:
     """Per concept: what topics routed to it, plus half its lexical and half its vector similarity."""
-    concepts = state.reader.concepts()
+    concepts = state.concepts
     score = state.concept_prior.copy()
     if not concepts.ids:
         return score
@@ -147,7 +147,7 @@ def concept(state: QueryState) -> np.ndarray:
     out = state.zeros()
     score = _concept_scores(state)
     top = [int(i) for i in np.argsort(-score)[: state.settings.concepts_used] if score[i] > 0]
-    concept_ids, index, visible = state.reader.concepts().ids, state.table.index, state.visible
+    concept_ids, index, visible = state.concepts.ids, state.table.index, state.visible
     evidence: dict[int, list[str]] = {}
     for ci in top:
         found = []

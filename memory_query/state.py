@@ -15,7 +15,7 @@ import numpy as np
 from memory_core.lexical import CorpusLexicon, tokenize
 from memory_query.adjacency import Adjacency, adjacency_for
 from memory_query.evidence import TopicHit
-from memory_query.reader import CorpusReader, MessageTable, embedder_for_index
+from memory_query.reader import ConceptTable, CorpusReader, MessageTable, embedder_for_index
 
 if TYPE_CHECKING:
     from memory_query.settings import RetrievalSettings
@@ -82,8 +82,18 @@ class QueryState:
         return np.zeros(self.n, dtype=np.float32)
 
     @cached_property
+    def concepts(self) -> ConceptTable:
+        """The concept table as this query reads it (one version for every path and the answer)."""
+        return self.reader.concepts()
+
+    @cached_property
     def lexicon(self) -> CorpusLexicon:
         return self.reader.lexicon()[0]
+
+    @cached_property
+    def lexicon_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Message-table row per lexical message document, lexical conversation row per conversation."""
+        return self.reader.lexicon_alignment()
 
     @cached_property
     def adjacency(self) -> Adjacency:
@@ -93,4 +103,4 @@ class QueryState:
     def concept_prior(self) -> np.ndarray:
         """Per concept of the reader's concept table, the score routed to it before concept retrieval (the
         topic path adds its topics' RELATED_TO concepts here; zeros when no path routed any)."""
-        return np.zeros(len(self.reader.concepts().ids), dtype=np.float32)
+        return np.zeros(len(self.concepts.ids), dtype=np.float32)
