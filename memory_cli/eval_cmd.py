@@ -87,7 +87,8 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embed
     "--methods",
     default="memory,bm25,dense",
     show_default=True,
-    help="memory, bm25, dense, bm25_user, dense_user (the *_user ones: LongMemEval, user turns only)",
+    help="memory, memory_flat (memory without the concept, topic and graph paths, same corpora), bm25, dense, "
+    "bm25_user, dense_user (the *_user ones: LongMemEval, user turns only)",
 )
 @click.option(
     "--embedder",

@@ -468,11 +468,12 @@ def demo(ctx, name) -> None:
         f"{name}: {s['conversations']} conversations, {s['messages']} messages, {s['dead_letters']} dead letters"
     )
     from memory_core.demo import DEMO_QUESTIONS
-    from memory_query import check_citations, query_memory
+    from memory_query import ReaderPool, check_citations, query_memory
     from memory_query.answer import extractive_answer
 
+    pool = ReaderPool(home)
     for question in DEMO_QUESTIONS:
-        answer = query_memory(question, name, k=5, home=home)
+        answer = query_memory(question, name, k=5, pool=pool)
         text = extractive_answer(answer)
         valid = check_citations(text, answer.citations).valid
         click.echo(

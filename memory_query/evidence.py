@@ -30,10 +30,8 @@ class EvidenceItem:
     span_start: int  # char offsets of `text` in the message
     span_end: int
     score: float
-    paths: list[
-        str
-    ]  # which retrieval paths found it: lexical, session, dense, concept, topic, graph, speaker
-    channel_scores: dict[str, float] = field(default_factory=dict)
+    paths: list[str]  # the fused paths that found it (registry names, `memory_query.paths.PATH_NAMES`)
+    channel_scores: dict[str, float] = field(default_factory=dict)  # path name → its normalised score
     concept_ids: list[str] = field(default_factory=list)  # concepts this message is evidence for
 
     @property
@@ -113,7 +111,9 @@ class MemoryAnswer:
     topics: list[TopicHit]
     reflective: list[ReactionHit]
     context: str  # the XML blocks
-    paths_available: dict[str, bool]  # graph / vector / lexical: which parts of memory were there to use
+    #: path name → whether the memory that path reads was built (lexical/session: the index files, else BM25
+    #: built from the source; graph: a loaded graph store, else the same walks over the tables)
+    paths_available: dict[str, bool]
     timings_ms: dict[str, float]
 
     @property

@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field
 
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
+from memory_query.api import query_memory
 from memory_query.evidence import check_citations
-from memory_query.retrieval import reader_for
-from memory_query.scoping import Scope, ScopedTools, scoped_query
+from memory_query.pool import ReaderPool
+from memory_query.scoping import Scope, ScopedTools
 from memory_query.tools import MemoryTools, ToolError
 
 INSTRUCTIONS = (
@@ -77,7 +78,11 @@ class MemoryServer:
         if unknown:
             raise ToolError(f"not registered under {home.root}: {', '.join(unknown)}")
         self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
+        self.pool = ReaderPool(home)  # the server stays warm: each corpus's memory is loaded once
         self._tools: dict[str, ScopedTools] = {}
+
+    def close(self) -> None:
+        self.pool.close()
 
     def scope(self, corpus: str) -> Scope:
         if corpus not in self.corpora:
@@ -87,21 +92,21 @@ class MemoryServer:
     def tools(self, corpus: str) -> ScopedTools:
         scope = self.scope(corpus)
         if corpus not in self._tools:
-            self._tools[corpus] = ScopedTools(MemoryTools(reader_for(corpus, self.home)), scope)
+            self._tools[corpus] = ScopedTools(MemoryTools(self.pool.reader(corpus)), scope)
         return self._tools[corpus]
 
     def query(
         self, corpus: str, question: str, k: int, as_of: str | None, psychological_access: bool
     ) -> QueryMemoryResult:
         when = datetime.fromisoformat(as_of) if as_of else None
-        answer = scoped_query(
+        answer = query_memory(
             question,
             corpus,
-            self.scope(corpus),
-            k=k,
+            k,
             as_of=when,
+            scope=self.scope(corpus),
             psychological_access=psychological_access,
-            home=self.home,
+            pool=self.pool,
         )
         return QueryMemoryResult(
             corpus=corpus,
@@ -240,12 +245,15 @@ def serve(
     token: str | None = None,
 ) -> None:
     server = build_server(memory)
-    if transport == "stdio":
-        server.run("stdio")
-        return
-    import uvicorn
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
 
-    app = server.streamable_http_app(host=host)
-    if token:
-        app = bearer_guard(app, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+        app = server.streamable_http_app(host=host)
+        if token:
+            app = bearer_guard(app, token)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        memory.close()

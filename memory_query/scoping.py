@@ -11,7 +11,8 @@ from datetime import datetime
 from memory_query.catalog import NodeCatalog
 from memory_query.evidence import MemoryAnswer, render_context
 from memory_query.reader import CorpusReader
-from memory_query.retrieval import RetrievalSettings, rank, reader_for
+from memory_query.retrieval import rank
+from memory_query.settings import RetrievalSettings
 from memory_query.tools import MemoryTools, ToolError
 
 SCOPE_CHECK_LIMIT = 500  # neighbours checked against the scope per relation when counting
@@ -97,19 +98,18 @@ class ScopeGuard:
         return out
 
 
-def scoped_query(
-    question: str,
-    corpus,
+def scoped_rank(
+    reader: CorpusReader,
     scope: Scope,
-    k: int = 10,
+    question: str,
+    k: int,
+    *,
     as_of: datetime | None = None,
     roles: tuple[str, ...] | None = None,
     psychological_access: bool = False,
-    home=None,
     settings: RetrievalSettings | None = None,
 ) -> MemoryAnswer:
-    """`query_memory` through the middleware: asks the base for more than k and keeps what is in scope."""
-    reader = reader_for(corpus, home)
+    """`rank` through the middleware: asks the base for more than k and keeps what is in scope."""
     guard = ScopeGuard(reader, scope)
     total = len(reader.messages())
     fetch = max(k * 4, 40)

@@ -17,7 +17,8 @@ from memory_core.lexical import STOP_WORDS, tokenize
 from memory_core.store.db import utcnow
 from memory_query.catalog import NODE_TYPES, RELATIONS, NodeCatalog, relations_from
 from memory_query.reader import CorpusReader
-from memory_query.retrieval import RetrievalSettings, rank
+from memory_query.retrieval import rank
+from memory_query.settings import RetrievalSettings
 
 MAX_IDS = 20  # hard cap on ids any tool returns per list
 MAX_TEXT = 4000  # read_source_message: characters of text returned

@@ -195,9 +195,9 @@ def test_contract_validation_catches_breaks(home, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ memory adapter
-def keyword_query(question, store, k, as_of=None):
+def keyword_query(question, store, k, as_of=None, settings=None, pool=None):
     """A test's own read side: messages ranked by shared words with the question (newest first on ties),
-    returned in the shape query_memory documents (items with message_id)."""
+    returned in the shape query_memory documents (items with message_id); settings and pool unused."""
     words = set(re.findall(r"[a-z]+", question.lower()))
     with store.source.connect() as conn:
         rows = conn.execute(select(messages.c.message_id, messages.c.text, messages.c.created_at)).all()
@@ -215,9 +215,7 @@ def test_memory_method_maps_pipeline_messages_to_benchmark_ids(home, tmp_path):
 
     data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
     haystacks = load_longmemeval(data)
-    retriever = MemoryRetriever(
-        pipeline_corpus_builder(home, "longmemeval", str(data)), query_fn=keyword_query
-    )
+    retriever = MemoryRetriever(pipeline_corpus_builder(home, "longmemeval", str(data)), keyword_query)
     run = run_retrieval("longmemeval", data, haystacks, [retriever], tmp_path / "out")
     (line,) = lines(tmp_path / "out")
     assert line["method"] == "memory"
@@ -236,6 +234,42 @@ def test_memory_method_maps_pipeline_messages_to_benchmark_ids(home, tmp_path):
     store = home.corpus(eval_corpus_name("longmemeval", "q_multi"))
     with pytest.raises(MemoryResultError, match="not in corpus"):
         benchmark_ids(store, ["not-a-message-id"], "longmemeval")
+
+
+def test_memory_flat_asks_the_corpus_memory_built_without_the_hierarchy(home, tmp_path):
+    """memory and memory_flat through the real read side: one build per haystack, and memory_flat's ranking is
+    query_memory's with the concept, topic and graph paths switched off."""
+    from evals.methods import make_retrievers
+    from memory_cli.eval_build import eval_corpus_name, pipeline_corpus_builder
+    from memory_query import RetrievalSettings, query_memory
+
+    data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
+    haystacks = load_longmemeval(data)
+    built = []
+
+    def builder():
+        build = pipeline_corpus_builder(home, "longmemeval", str(data))
+
+        def counted(haystack):
+            built.append(haystack.haystack_id)
+            return build(haystack)
+
+        return counted
+
+    retrievers = make_retrievers(["memory", "memory_flat"], "longmemeval", corpus_builder=builder)
+    run_retrieval("longmemeval", data, haystacks, retrievers, tmp_path / "out")
+    assert built == ["q_multi"]
+    ranked = {r["method"]: r["ranked_turns"] for r in lines(tmp_path / "out")}
+    store = home.corpus(eval_corpus_name("longmemeval", "q_multi"))
+    question = haystacks[0].questions[0]
+    flat = RetrievalSettings().without("concept", "topic", "graph")
+    for method, settings in (("memory", None), ("memory_flat", flat)):
+        answer = query_memory(question.question, store, 50, as_of=question.as_of, settings=settings)
+        assert (
+            ranked[method] == benchmark_ids(store, evidence_message_ids(answer), "longmemeval").ranked_turns
+        )
+        found = {p for i in answer.items for p in i.channel_scores}
+        assert ("concept" in found) is (settings is None), method
 
 
 def test_memory_adapter_locomo_sessions_and_result_shapes(home, tmp_path):
@@ -280,13 +314,19 @@ def test_ci_smoke_on_real_dev_data(tmp_path):
 def test_cli_memory_method_through_the_pipeline(home, tmp_path, monkeypatch):
     """`--methods memory,bm25` with a read side present: corpora built by the pipeline in the memory home,
     the memory lines in the same contract, asked at the question date."""
-    asked = []
+    from memory_query import ReaderPool, RetrievalSettings
 
-    def query_memory(question, store, k, as_of=None):
-        asked.append((store.name, k, as_of))
+    asked, pools = [], set()
+
+    def query_memory(question, store, k, as_of=None, settings=None, pool=None):
+        asked.append((store.name, k, as_of, settings.describe()["off"]))
+        pools.add(id(pool))
         return keyword_query(question, store, k, as_of)
 
-    monkeypatch.setitem(sys.modules, "memory_query", types.SimpleNamespace(query_memory=query_memory))
+    read_side = types.SimpleNamespace(
+        query_memory=query_memory, ReaderPool=ReaderPool, RetrievalSettings=RetrievalSettings
+    )
+    monkeypatch.setitem(sys.modules, "memory_query", read_side)
     data = write_json(tmp_path / "lme.json", lme_file_records())
     out = tmp_path / "out"
     result = eval_retrieval(
@@ -298,16 +338,31 @@ def test_cli_memory_method_through_the_pipeline(home, tmp_path, monkeypatch):
         "--out",
         str(out),
         "--methods",
-        "memory,bm25",
+        "memory,memory_flat,bm25",
         "--limit",
         "2",
     )
     assert result.exit_code == 0, result.output
-    report = validate_output(out, "longmemeval", ["memory", "bm25"], {"q_multi", "q_multi_abs"})
+    report = validate_output(
+        out, "longmemeval", ["memory", "memory_flat", "bm25"], {"q_multi", "q_multi_abs"}
+    )
+    asked_at = datetime(2023, 5, 30, 23, 40)
+    flat = ["topic", "concept", "graph"]
     assert asked == [
-        ("eval-longmemeval__q_multi", 50, datetime(2023, 5, 30, 23, 40)),
-        ("eval-longmemeval__q_multi_abs", 50, datetime(2023, 5, 30, 23, 40)),
+        ("eval-longmemeval__q_multi", 50, asked_at, []),
+        ("eval-longmemeval__q_multi", 50, asked_at, flat),
+        ("eval-longmemeval__q_multi_abs", 50, asked_at, []),
+        ("eval-longmemeval__q_multi_abs", 50, asked_at, flat),
     ]
+    assert len(pools) == 1  # one reader pool for the run's memory methods
+    # memory_flat asks the corpora memory built: no build of its own
+    assert (
+        report["methods"]["memory"]["build"]["stages"]
+        and not report["methods"]["memory_flat"]["build"]["stages"]
+    )
+    assert report["method_config"]["memory_flat"]["off"] == flat
+    assert "concept" in report["method_config"]["memory"]["paths"]
+    assert "concept" not in report["method_config"]["memory_flat"]["paths"]
     assert {r["name"] for r in home.registrations()} == {
         "eval-longmemeval__q_multi",
         "eval-longmemeval__q_multi_abs",
@@ -325,3 +380,23 @@ def test_build_floor_benchmark_runs(home, tmp_path, capsys):
     assert (
         "haystack q_multi: 8 turns" in printed and "x the floor" in printed and "messages: median" in printed
     )
+
+
+def test_ablation_variants_name_registry_paths():
+    from evals.ablate import parse_variant
+    from memory_query.settings import UnknownPathError
+
+    name, settings = parse_variant("flat:-concept,-topic,-graph,speaker=0.2,dense_pool=100")
+    assert name == "flat" and settings.off == {"concept", "topic", "graph"}
+    assert settings.weight("speaker") == 0.2 and settings.weight("lexical") == 1.0
+    assert settings.dense_pool == 100 and isinstance(settings.dense_pool, int)
+    assert [p.name for p in settings.paths()] == [
+        "lexical",
+        "session",
+        "dense_message",
+        "dense_segment",
+        "speaker",
+    ]
+    assert parse_variant("base")[1].describe() == parse_variant("base:")[1].describe()
+    with pytest.raises(UnknownPathError, match="unknown retrieval path"):
+        parse_variant("old:dense=0")

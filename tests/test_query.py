@@ -8,9 +8,9 @@ from datetime import datetime
 
 import pytest
 
-from memory_query import check_citations, query_memory
+from memory_query import PATH_NAMES, ReaderPool, RetrievalSettings, check_citations, query_memory
 from memory_query.answer import extractive_answer
-from memory_query.retrieval import reader_for, with_weights
+from memory_query.settings import UnknownPathError
 
 RACE = "When is the Lisbon half marathon?"
 
@@ -86,16 +86,20 @@ def test_answers_from_the_source_whatever_is_missing(built_demo, tmp_path, remov
     if "indexes" in remove:
         shutil.rmtree(store.dir / "indexes")
     answer = query_memory("Which database does Kestrel use for analytics?", name, k=5, home=home)
+    assert list(answer.paths_available) == list(PATH_NAMES)
     assert answer.paths_available["graph"] is ("graph" not in remove)
-    assert answer.paths_available["vector"] is ("indexes" not in remove)
-    assert answer.paths_available["lexical_index"] is ("indexes" not in remove)
+    for path in ("dense_message", "dense_segment", "concept", "topic", "lexical", "session"):
+        # the concept and topic paths read their vector indexes; without them the lexical paths run on BM25
+        # built from the source, and concepts are still found by their words
+        expected = "indexes" not in remove or path == "concept"
+        assert answer.paths_available[path] is expected, path
     assert any("DuckDB" in i.text for i in answer.items[:3])
     assert check_citations(extractive_answer(answer), answer.citations).valid
 
 
 def test_reader_picks_up_a_rebuilt_index(built_demo, tmp_path):
     home, name = _copy(built_demo, tmp_path)
-    reader = reader_for(name, home)
+    reader = ReaderPool(home).reader(name)
     first = reader.lexicon()[0]
     assert reader.lexicon()[0] is first  # cached while unchanged
     lexical = home.corpus(name).dir / "indexes" / "lexical" / "messages.npz"
@@ -156,5 +160,55 @@ def test_a_named_participant_s_own_messages_rank_first(home, tmp_path):
     assert "w2" not in [i.source_ref for i in items]
     # lower case "will" is a verb, not a name; with the path off the better lexical match wins
     assert query_memory("when will the dog be adopted?", store, k=3).items[0].source_ref == "a1"
-    off = with_weights(speaker=0.0)
+    off = RetrievalSettings().with_weights(speaker=0.0)
     assert query_memory("When did Will adopt a dog?", store, k=3, settings=off).items[0].source_ref == "a1"
+
+
+def test_one_path_vocabulary_from_the_registry(built_demo):
+    """Settings, `paths_available`, `channel_scores`, an item's paths and the XML context name the same paths."""
+    home, name = built_demo
+    answer = query_memory("Which database does Kestrel use for analytics?", name, k=8, home=home)
+    assert set(answer.paths_available) == set(PATH_NAMES)
+    named = set()
+    for item in answer.items:
+        assert set(item.channel_scores) <= set(PATH_NAMES) and set(item.paths) <= set(item.channel_scores)
+        named |= set(item.paths)
+        assert f'paths="{",".join(item.paths)}"' in answer.context
+    assert {"lexical", "dense_segment", "concept"} <= named
+    assert "topic" not in named  # weight 0: it runs (it routes concepts) but is never fused
+    assert set(RetrievalSettings().describe()["paths"]) == set(PATH_NAMES)
+    with pytest.raises(UnknownPathError, match="unknown retrieval path.*dense"):
+        RetrievalSettings().without("dense")
+    with pytest.raises(UnknownPathError):
+        RetrievalSettings().with_weights(vector=1.0)
+
+
+def test_paths_switched_off_do_not_run(built_demo):
+    home, name = built_demo
+    question = "Which database does Kestrel use for analytics?"
+    flat = RetrievalSettings().without("concept", "topic", "graph")
+    assert flat.describe()["off"] == ["topic", "concept", "graph"]
+    with ReaderPool(home) as pool:
+        full = query_memory(question, name, k=8, pool=pool)
+        answer = query_memory(question, name, k=8, pool=pool, settings=flat)
+    assert full.concepts and full.topics
+    assert answer.items and not answer.concepts and not answer.topics
+    assert "concept" not in answer.timings_ms and "lexical" in answer.timings_ms
+    for item in answer.items:
+        assert not {"concept", "topic", "graph"} & (set(item.channel_scores) | set(item.paths))
+        assert not item.concept_ids
+    assert any("DuckDB" in i.text for i in answer.items[:3])  # the raw-source paths still answer
+
+
+def test_a_pool_keeps_readers_and_closes_the_least_recent(built_demo, tmp_path):
+    home, name = built_demo
+    other_home, _ = _copy(built_demo, tmp_path)
+    pool = ReaderPool(home, capacity=1)
+    reader = pool.reader(name)
+    assert pool.reader(name) is reader and pool.reader(home.corpus(name)) is reader
+    query_memory("Kestrel", name, k=3, pool=pool)
+    assert reader._cache, "the pool's reader holds what the query loaded"
+    other = pool.reader(name, other_home)  # the same corpus name in another home is another corpus
+    assert other is not reader and len(pool) == 1 and not reader._cache  # the evicted reader was closed
+    pool.close()
+    assert len(pool) == 0

@@ -9,9 +9,14 @@ import pytest
 from sqlalchemy import select
 
 from memory_core.store.schema import canonical_concepts, concept_evidence, conversations, messages, segments
-from memory_query import MemoryTools, Scope, ScopedTools, ToolError, query_memory
-from memory_query.retrieval import reader_for
+from memory_query import MemoryTools, ReaderPool, Scope, ScopedTools, ToolError, query_memory
 from memory_query.tools import query_components
+
+
+@pytest.fixture(scope="module")
+def pool(built_demo):
+    with ReaderPool(built_demo[0]) as pool:
+        yield pool
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +37,9 @@ def demo(built_demo):
     return home, name, store, convs, msgs
 
 
-def test_every_node_type_can_be_explored(demo):
+def test_every_node_type_can_be_explored(demo, pool):
     home, name, store, convs, msgs = demo
-    tools = MemoryTools(reader_for(name, home), trace=False)
+    tools = MemoryTools(pool.reader(name), trace=False)
     with store.staging.connect() as conn:
         concept = conn.execute(select(canonical_concepts.c.concept_id)).first()[0]
         segment = conn.execute(select(segments.c.segment_id)).first()[0]
@@ -55,9 +60,9 @@ def test_every_node_type_can_be_explored(demo):
         tools.lens(concept, ["Concept>Domain"])
 
 
-def test_outputs_are_capped(demo):
+def test_outputs_are_capped(demo, pool):
     home, name, store, convs, msgs = demo
-    tools = MemoryTools(reader_for(name, home), trace=False)
+    tools = MemoryTools(pool.reader(name), trace=False)
     tools.limits.max_ids = 3
     conv = convs["Kestrel: moving off PostgreSQL"]
     out = tools.lens(conv, ["Conversation>Message"], max_ids=50)
@@ -66,9 +71,9 @@ def test_outputs_are_capped(demo):
     assert len(tools.smart_search("Kestrel", k=50)["results"]) <= 3
 
 
-def test_smart_search_or_fallback_and_reading_sources(demo):
+def test_smart_search_or_fallback_and_reading_sources(demo, pool):
     home, name, store, convs, msgs = demo
-    tools = MemoryTools(reader_for(name, home), trace=False)
+    tools = MemoryTools(pool.reader(name), trace=False)
     assert query_components("DuckDB, PostgreSQL and the knee") == ["DuckDB", "PostgreSQL", "the knee", "knee"]
     whole = tools.smart_search("DuckDB", k=5)
     assert whole["fallback_components"] == [] and "DuckDB" in whole["results"][0]["snippet"]
@@ -86,9 +91,9 @@ def test_smart_search_or_fallback_and_reading_sources(demo):
         tools.read_source_message("00000000-0000-0000-0000-000000000000")
 
 
-def test_submit_evidence_checks_ids_and_traces(demo, tmp_path):
+def test_submit_evidence_checks_ids_and_traces(demo, pool, tmp_path):
     home, name, store, convs, msgs = demo
-    tools = MemoryTools(reader_for(name, home), trace=True)
+    tools = MemoryTools(pool.reader(name), trace=True)
     out = tools.submit_evidence([msgs[0]["message_id"], "not-an-id"], "the user starts Kestrel")
     assert out["accepted"] == [msgs[0]["message_id"]] and out["rejected"] == ["not-an-id"]
     with pytest.raises(ToolError):
@@ -97,12 +102,12 @@ def test_submit_evidence_checks_ids_and_traces(demo, tmp_path):
     assert json.loads(trace[-1])["tool"] == "submit_evidence"
 
 
-def test_scope_removes_every_id_outside_the_sessions(demo):
+def test_scope_removes_every_id_outside_the_sessions(demo, pool):
     home, name, store, convs, msgs = demo
     allowed = {convs["Half marathon training plan"], convs["Race date change and knee"]}
     scope = Scope.of(name, allowed)
     answer = query_memory(
-        "Which database does Kestrel use? When is the half marathon?", name, k=10, scope=scope, home=home
+        "Which database does Kestrel use? When is the half marathon?", name, k=10, scope=scope, pool=pool
     )
     by_id = {m["message_id"]: m for m in msgs}
     assert answer.items and all(by_id[i.message_id]["conversation_id"] in allowed for i in answer.items)
@@ -110,7 +115,7 @@ def test_scope_removes_every_id_outside_the_sessions(demo):
         assert all(by_id[m]["conversation_id"] in allowed for m in concept.evidence_message_ids)
     for outside in [m for m in msgs if m["conversation_id"] not in allowed]:
         assert outside["message_id"] not in answer.context
-    tools = ScopedTools(MemoryTools(reader_for(name, home), trace=False), scope)
+    tools = ScopedTools(MemoryTools(pool.reader(name), trace=False), scope)
     outside_msg = next(m["message_id"] for m in msgs if m["conversation_id"] not in allowed)
     inside_msg = next(m["message_id"] for m in msgs if m["conversation_id"] in allowed)
     # adversarial ids: another session's message, another session's conversation, a made-up id — all "unknown"

@@ -77,18 +77,18 @@ def measure(home_dir: Path, name: str, queries: list[str]) -> dict:
     import faiss
 
     from memory_core.store.db import MemoryHome
-    from memory_query import query_memory
+    from memory_query import ReaderPool, query_memory
     from memory_query.reader import embedder_for_index
-    from memory_query.retrieval import reader_for
 
     home = MemoryHome.resolve(home_dir)
-    reader = reader_for(name, home)
+    pool = ReaderPool(home)  # warm across the measured queries, as in a long-lived server
+    reader = pool.reader(name)
     index = reader.vectors("messages")
     embedder = embedder_for_index(index)
     vectors = index.vectors(list(range(index.size)))
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    query_memory(queries[0], name, k=10, home=home)  # warm: load tables, indexes, model
+    query_memory(queries[0], name, k=10, pool=pool)  # warm: load tables, indexes, model
     flat.search(embedder.embed([queries[0]]), 10)
     ours, base = [], []
     for q in queries:
@@ -96,7 +96,7 @@ def measure(home_dir: Path, name: str, queries: list[str]) -> dict:
         flat.search(embedder.embed([q]), 10)
         base.append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
-        query_memory(q, name, k=10, home=home)
+        query_memory(q, name, k=10, pool=pool)
         ours.append((time.perf_counter() - start) * 1000)
     p50, p95 = _percentiles(ours)
     b50, b95 = _percentiles(base)

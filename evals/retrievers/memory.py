@@ -1,12 +1,15 @@
-"""The `memory` method: the pipeline's own read side, `memory_query.query_memory`, over a corpus built by the
-real pipeline from the haystack.
+"""The `memory` methods: the pipeline's own read side, `memory_query.query_memory`, over a corpus built by
+the real pipeline from the haystack (`memory`: every retrieval path; `memory_flat`: the same corpora with
+some paths switched off, see `evals.methods.MEMORY_METHODS`).
 
 Building goes through a `CorpusBuilder` the caller injects (the CLI's registers the haystack's record with
 `memory_core.corpora.plan_corpora/register` and materialises every stage through Dagster), so this module
-imports no Dagster. Asking: `query_memory(question, store, k, as_of=question date)`; the evidence message
-ids it returns are mapped to benchmark ids through the source store: a turn is its message's `source_ref`
-(LongMemEval `<session_id>_<turn index>`, LoCoMo `dia_id`), a session its conversation's `source_ref`
-(LongMemEval session id; LoCoMo `<sample_id>:S<n>` → `S<n>`). Sessions rank by their best turn.
+imports no Dagster; `BuildOnce` lets every memory method of a run share one build per haystack. Asking:
+`query_memory(question, store, k, as_of=question date, settings=the method's, pool=the run's)`; the
+evidence message ids it returns are mapped to benchmark ids through the source store: a turn is its
+message's `source_ref` (LongMemEval `<session_id>_<turn index>`, LoCoMo `dia_id`), a session its
+conversation's `source_ref` (LongMemEval session id; LoCoMo `<sample_id>:S<n>` → `S<n>`). Sessions rank by
+their best turn.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from sqlalchemy import select
@@ -35,7 +39,8 @@ class MemoryResultError(MemoryOSError):
     """query_memory returned something the harness cannot map to benchmark ids."""
 
 
-def load_query_memory() -> QueryFn:
+def load_read_side() -> ModuleType:
+    """`memory_query` (its `query_memory`, `ReaderPool`, `RetrievalSettings`), or a clear error without it."""
     try:
         module = importlib.import_module("memory_query")
     except ModuleNotFoundError as exc:
@@ -45,12 +50,11 @@ def load_query_memory() -> QueryFn:
             "the memory method needs memory_query.query_memory (the read side), which this checkout does not have "
             "yet; run the flat baselines with --methods bm25,dense"
         ) from None
-    query = getattr(module, "query_memory", None)
-    if not callable(query):
+    if not callable(getattr(module, "query_memory", None)):
         raise MemoryMethodUnavailable(
             "memory_query has no query_memory function; the memory method cannot run"
         )
-    return query
+    return module
 
 
 @dataclass
@@ -62,6 +66,22 @@ class PipelineCorpus:
 
 
 CorpusBuilder = Callable[[Haystack], PipelineCorpus]
+
+
+class BuildOnce:
+    """A builder shared by the memory methods of one run: the harness builds each haystack for every method
+    in turn, and the second method reads the corpus the first built (no build time counted again)."""
+
+    def __init__(self, build: CorpusBuilder):
+        self.build = build
+        self._last: tuple[str, PipelineCorpus] | None = None
+
+    def __call__(self, haystack: Haystack) -> PipelineCorpus:
+        if self._last is not None and self._last[0] == haystack.haystack_id:
+            return PipelineCorpus(self._last[1].store)
+        corpus = self.build(haystack)
+        self._last = (haystack.haystack_id, corpus)
+        return corpus
 
 
 def evidence_message_ids(result: Any) -> list[str]:
@@ -128,32 +148,43 @@ def benchmark_ids(
 
 
 class _MemoryCorpus(BuiltCorpus):
-    def __init__(self, store: CorpusStore, benchmark: str, query_fn: QueryFn):
+    def __init__(self, store: CorpusStore, benchmark: str, ask: Callable[..., Any]):
         self.store = store
         self.benchmark = benchmark
-        self.query_fn = query_fn
+        self.ask = ask
 
     def retrieve(self, question: Question, k: int = TOP_K) -> Retrieval:
-        result = self.query_fn(question.question, self.store, k, as_of=question.as_of)
+        result = self.ask(question.question, self.store, k, as_of=question.as_of)
         return benchmark_ids(self.store, evidence_message_ids(result), self.benchmark, k)
 
 
 class MemoryRetriever(Retriever):
-    name = "memory"
+    """A memory method: `query_fn` (the read side's `query_memory`) with the method's `settings` (None: the
+    read side's defaults), through the run's reader `pool`."""
 
-    def __init__(self, build_corpus: CorpusBuilder, query_fn: QueryFn | None = None):
+    def __init__(
+        self,
+        build_corpus: CorpusBuilder,
+        query_fn: QueryFn,
+        pool: Any = None,
+        settings: Any = None,
+        name: str = "memory",
+    ):
         self.build_corpus = build_corpus
-        self.query_fn = (
-            query_fn or load_query_memory()
-        )  # fails before any build when the read side is missing
+        self.query_fn = query_fn
+        self.pool = pool
+        self.settings = settings
+        self.name = name
 
     def describe(self) -> dict:
-        return {
-            "query": f"{getattr(self.query_fn, '__module__', '?')}.{getattr(self.query_fn, '__name__', '?')}"
-        }
+        query = f"{getattr(self.query_fn, '__module__', '?')}.{getattr(self.query_fn, '__name__', '?')}"
+        return {"query": query, **(self.settings.describe() if self.settings is not None else {})}
+
+    def ask(self, question: str, store: CorpusStore, k: int, as_of=None):
+        return self.query_fn(question, store, k, as_of=as_of, settings=self.settings, pool=self.pool)
 
     def build(self, haystack: Haystack, timer: StageTimer) -> BuiltCorpus:
         corpus = self.build_corpus(haystack)
         for stage, seconds in corpus.stage_seconds.items():
             timer.seconds[stage] = timer.seconds.get(stage, 0.0) + seconds
-        return _MemoryCorpus(corpus.store, haystack.benchmark, self.query_fn)
+        return _MemoryCorpus(corpus.store, haystack.benchmark, self.ask)

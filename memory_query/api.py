@@ -1,0 +1,49 @@
+"""The public face of the read side: `query_memory` (ranked, cited evidence for one question).
+
+A caller that asks many questions (the MCP server, an eval run, a CLI command looping over questions)
+passes its `ReaderPool`, so each corpus's memory is loaded once; without one the question is answered
+through a reader that lives for this call only. `ask` — a question answered by the Planner → Scout →
+Synthesizer loop over the agent tools, every claim cited — belongs here beside `query_memory`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory_core.store.db import CorpusStore, MemoryHome
+from memory_query.evidence import MemoryAnswer
+from memory_query.pool import ReaderPool, reading
+from memory_query.retrieval import rank
+from memory_query.scoping import Scope, scoped_rank
+from memory_query.settings import RetrievalSettings
+
+
+def query_memory(
+    question: str,
+    corpus: str | CorpusStore,
+    k: int = 10,
+    *,
+    as_of: datetime | None = None,
+    scope: Scope | None = None,
+    roles: tuple[str, ...] | None = None,
+    psychological_access: bool = False,
+    home: MemoryHome | str | None = None,
+    settings: RetrievalSettings | None = None,
+    pool: ReaderPool | None = None,
+) -> MemoryAnswer:
+    """Ranked, cited evidence for `question` from `corpus`, as memory stood at `as_of` (default: now).
+
+    `roles` keeps only messages of those roles; `scope` removes every id outside the allowed sessions before
+    anything is returned (the scoping middleware); reflective data (user reactions) is included only with
+    `psychological_access=True`; `settings` chooses paths and weights (`RetrievalSettings`).
+    """
+    options = {
+        "as_of": as_of,
+        "roles": roles,
+        "psychological_access": psychological_access,
+        "settings": settings,
+    }
+    with reading(corpus, home, pool) as reader:
+        if scope is None:
+            return rank(reader, question, k, **options)
+        return scoped_rank(reader, scope, question, k, **options)

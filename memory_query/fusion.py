@@ -1,0 +1,58 @@
+"""Fusion, apart from search: the paths' scores normalised, summed with their weights, and ordered.
+
+A path hands over one score per message. Fusion brings each to [0, 1] (`max_scaled`: divided by the path's
+best score; `as_is`: the path scaled its own, e.g. a vector pool's min-max or the graph's share of the
+strongest seed), adds it with the path's weight to the running sum, and orders the messages that the
+question may see (those outside `as_of` / `roles` never score). Which path reads what is the pipeline's
+business (`memory_query.retrieval`); fusion knows no path by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def max_scaled(scores: np.ndarray) -> np.ndarray:
+    """Scores divided by their maximum (unchanged when nothing scored above 0)."""
+    top = float(scores.max()) if scores.size else 0.0
+    return scores / top if top > 0 else scores
+
+
+def as_is(scores: np.ndarray) -> np.ndarray:
+    """For a path that already scales its scores to [0, 1]."""
+    return scores
+
+
+def pool_scaled(n: int, positions: Sequence[int], sims: Sequence[float]) -> np.ndarray:
+    """Similarities of a retrieved pool min-max scaled to (0, 1] (the pool's weakest maps to ~0), each of
+    `n` slots keeping the best of the pool members that land on it."""
+    out = np.zeros(n, dtype=np.float32)
+    if not positions:
+        return out
+    sims_arr = np.asarray(sims, dtype=np.float32)
+    lo, hi = float(sims_arr.min()), float(sims_arr.max())
+    scaled = (sims_arr - lo) / (hi - lo) if hi > lo else np.ones_like(sims_arr)
+    np.maximum.at(out, np.asarray(positions, dtype=np.int64), scaled)
+    return out
+
+
+class Fusion:
+    """The weighted sum of normalised path scores over a corpus's messages, restricted to those `visible`."""
+
+    def __init__(self, visible: np.ndarray):
+        self.visible = visible
+        self.total = np.zeros(len(visible), dtype=np.float32)
+
+    def add(self, weight: float, scores: np.ndarray) -> None:
+        self.total = self.total + weight * scores
+
+    def scores(self) -> np.ndarray:
+        """The fused score per message; -inf for a message the question may not see."""
+        return np.where(self.visible, self.total, -np.inf)
+
+
+def strongest(fused: np.ndarray, k: int) -> list[int]:
+    """Positions of the k best fused scores, best first, among those that scored (finite and above 0)."""
+    return [int(i) for i in np.argsort(-fused)[:k] if np.isfinite(fused[i]) and fused[i] > 0]

@@ -1,0 +1,43 @@
+"""Fusion apart from search: normalisation, the weighted sum over the visible messages, and the order; and
+the registry's phases (a path reads only the fused score of the phases before its own)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memory_query.fusion import Fusion, as_is, max_scaled, pool_scaled, strongest
+from memory_query.paths import PATH_NAMES, REGISTRY, Phase
+
+
+def test_normalisers():
+    assert max_scaled(np.array([2.0, 1.0, 0.0], dtype=np.float32)).tolist() == [1.0, 0.5, 0.0]
+    assert max_scaled(np.zeros(3, dtype=np.float32)).tolist() == [0.0, 0.0, 0.0]  # nothing scored
+    raw = np.array([0.3, 0.7], dtype=np.float32)
+    assert as_is(raw) is raw
+    # a pool of 3 similarities over 4 slots: min-max scaled, the best member kept where two land on a slot
+    scaled = pool_scaled(4, [0, 2, 2], [0.2, 0.6, 0.4])
+    assert scaled.dtype == np.float32 and scaled.tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert pool_scaled(3, [1], [0.9]).tolist() == [0.0, 1.0, 0.0]  # a pool of one
+    assert pool_scaled(3, [], []).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_weighted_sum_over_visible_messages_and_order():
+    visible = np.array([True, True, False, True])
+    fusion = Fusion(visible)
+    fusion.add(1.0, np.array([0.2, 1.0, 1.0, 0.0], dtype=np.float32))
+    fusion.add(0.5, np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32))
+    fused = fusion.scores()
+    assert fused[2] == -np.inf  # never scores, whatever the paths said
+    assert np.allclose(fused[[0, 1, 3]], [0.7, 1.0, 0.0])
+    assert strongest(fused, 10) == [1, 0]  # nothing that did not score, nothing invisible
+    assert strongest(fused, 1) == [1]
+
+
+def test_registry_names_and_phases():
+    assert len(set(PATH_NAMES)) == len(PATH_NAMES)
+    phases = [p.phase for p in REGISTRY]
+    assert phases == sorted(phases)  # listed in the order they run
+    by_name = {p.name: p for p in REGISTRY}
+    # topic routes concepts to the concept path of the same phase: it must come first
+    assert PATH_NAMES.index("topic") < PATH_NAMES.index("concept")
+    assert by_name["speaker"].phase is Phase.LIFT and by_name["graph"].phase is Phase.CONTEXT
