@@ -27,17 +27,25 @@ def _question_ids(text: str | None) -> list[str] | None:
     return [q.strip() for q in text.split(",") if q.strip()] if text else None
 
 
-def _load(benchmark: str, data: str, limit: int | None, question_ids: str | None):
+def _load(benchmark: str, data: str, limit: int | None, question_ids: str | None, split: str = "all"):
     _require_eval_extra()
     from evals.datasets import load_benchmark, select
+    from evals.splits import in_split
 
-    haystacks = select(load_benchmark(benchmark, data), limit, _question_ids(question_ids))
+    haystacks = in_split(select(load_benchmark(benchmark, data), limit, _question_ids(question_ids)), split)
     if not haystacks:
         raise InputError("no question selected")
     return haystacks
 
 
 def _selection_options(fn):
+    fn = click.option(
+        "--split",
+        type=click.Choice(["tune", "confirm", "all"]),
+        default="all",
+        show_default=True,
+        help="the dev tuning split (evals/splits.py): choose weights on `tune`, confirm them on `confirm`",
+    )(fn)
     fn = click.option(
         "--question-ids", help="comma-separated question ids (a LoCoMo sample id picks its conversation)"
     )(fn)
@@ -105,7 +113,7 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embed
 )
 @click.pass_context
 def eval_retrieval(
-    ctx, benchmark, data, out_dir, limit, question_ids, methods, embedder, embedding_cache
+    ctx, benchmark, data, out_dir, split, limit, question_ids, methods, embedder, embedding_cache
 ) -> None:
     """Rank each question's haystack with each method; write retrievals.jsonl, report.json, report.md to OUT.
 
@@ -114,7 +122,7 @@ def eval_retrieval(
     """
     from evals.metrics import LEVELS
 
-    haystacks = _load(benchmark, data, limit, question_ids)
+    haystacks = _load(benchmark, data, limit, question_ids, split)
     run = _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embedding_cache)
     for method, entry in run.report["methods"].items():
         parts = []
@@ -166,6 +174,7 @@ def eval_qa(
     benchmark,
     data,
     out_dir,
+    split,
     limit,
     question_ids,
     method,
@@ -184,7 +193,7 @@ def eval_qa(
 
     reader = ChatModel.from_environment(model)  # fails with a clear message before any work without a key
     judge = ChatModel.from_environment(judge_model) if benchmark == "longmemeval" else None
-    haystacks = _load(benchmark, data, limit, question_ids)
+    haystacks = _load(benchmark, data, limit, question_ids, split)
     if retrievals is None:
         _retrieve(ctx, benchmark, data, out_dir, haystacks, method, embedder)
         from pathlib import Path

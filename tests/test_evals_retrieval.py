@@ -240,7 +240,7 @@ def test_memory_flat_asks_the_corpus_memory_built_without_the_hierarchy(home, tm
     """memory and memory_flat through the real read side: one build per haystack, and memory_flat's ranking is
     query_memory's with the concept, topic and graph paths switched off."""
     from evals.methods import make_retrievers
-    from memory_cli.eval_build import eval_corpus_name, pipeline_corpus_builder
+    from evals.pipeline import eval_corpus_name, pipeline_corpus_builder
     from memory_query import RetrievalSettings, query_memory
 
     data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
@@ -400,3 +400,15 @@ def test_ablation_variants_name_registry_paths():
     assert parse_variant("base")[1].describe() == parse_variant("base:")[1].describe()
     with pytest.raises(UnknownPathError, match="unknown retrieval path"):
         parse_variant("old:dense=0")
+
+
+def test_the_dev_split_is_a_stable_partition_of_haystack_ids():
+    from evals.splits import in_split, split_of
+
+    ids = [f"q{i}" for i in range(200)]
+    tune, confirm = in_split(ids, "tune", key=str), in_split(ids, "confirm", key=str)
+    assert sorted(tune + confirm) == sorted(ids) and not set(tune) & set(confirm)
+    assert 60 < len(tune) < 140  # a hash, not a prefix of the file
+    assert in_split(ids, "all", key=str) == ids
+    assert [split_of(i) for i in ids] == [split_of(i) for i in ids]
+    assert split_of("conv-26") == "tune" and split_of("conv-41") == "confirm"
