@@ -339,8 +339,9 @@ class CorpusReader:
 
 
 def embedder_for_index(index: FaissIndex) -> Embedder:
-    """The embedder that produced an index, rebuilt from the spec saved in its metadata by the factory the
-    pipeline used, so queries land in the same space."""
-    from memory_core.embeddings import build_embedder, index_embedder_spec
+    """The embedder of an index's queries, from the spec saved in its metadata: the model that built it
+    (so queries land in the same space), on the runtime that starts fastest (`build_query_embedder`: no
+    torch for the default local model) — the CLI, the MCP server and the evals all embed queries here."""
+    from memory_core.embeddings import build_query_embedder, index_embedder_spec
 
-    return build_embedder(index_embedder_spec(index.meta, index.dim))
+    return build_query_embedder(index_embedder_spec(index.meta, index.dim))
