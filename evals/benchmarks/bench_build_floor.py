@@ -57,6 +57,7 @@ def worker(data: str, question_id: str, home_dir: str, numba: str | None) -> dic
     home = MemoryHome.resolve(Path(home_dir))
     if numba:
         home.cache_dir.joinpath("numba").symlink_to(numba, target_is_directory=True)
+    (Path(home_dir) / "dagster").mkdir(parents=True, exist_ok=True)
     with dg.instance_for_test(temp_dir=str(Path(home_dir) / "dagster")) as instance:
         build = pipeline_corpus_builder(home, "longmemeval", data, CorpusRunner(home, instance))
         t0 = time.perf_counter()
