@@ -43,7 +43,7 @@ STAGES_SHOWN = (
 )
 
 
-def worker(data: str, question_id: str, home_dir: str, numba: str | None) -> dict:
+def worker(data: str, question_id: str, home_dir: str, numba: str | None, embedder: str) -> dict:
     """Build one haystack in a fresh home (this process), then again unchanged; figures as a dict."""
     started = time.perf_counter()
     import dagster as dg
@@ -59,7 +59,13 @@ def worker(data: str, question_id: str, home_dir: str, numba: str | None) -> dic
         home.cache_dir.joinpath("numba").symlink_to(numba, target_is_directory=True)
     (Path(home_dir) / "dagster").mkdir(parents=True, exist_ok=True)
     with dg.instance_for_test(temp_dir=str(Path(home_dir) / "dagster")) as instance:
-        build = pipeline_corpus_builder(home, "longmemeval", data, CorpusRunner(home, instance))
+        resources = {}
+        if embedder == "hashing":  # tests: the build's own embedder is the floor's
+            from memory_resources.embeddings import EmbeddingsResource
+
+            resources["embeddings"] = EmbeddingsResource(provider="hashing", hashing_dim=256)
+        runner = CorpusRunner(home, instance, resources=resources)
+        build = pipeline_corpus_builder(home, "longmemeval", data, runner)
         t0 = time.perf_counter()
         corpus = build(haystack)
         build_seconds = time.perf_counter() - t0
@@ -105,7 +111,7 @@ def _topics_figures(store) -> dict:
     return {k: f.get(k) for k in keys}
 
 
-def run_worker(code_root: Path, data: str, question_id: str, numba: Path | None) -> dict:
+def run_worker(code_root: Path, data: str, question_id: str, numba: Path | None, embedder: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="memory-os-bench-") as tmp:
         from memory_core.settings import child_environment
 
@@ -118,6 +124,8 @@ def run_worker(code_root: Path, data: str, question_id: str, numba: Path | None)
             data,
             "--question-ids",
             question_id,
+            "--embedder",
+            embedder,
             "--home",
             tmp,
         ]
@@ -174,7 +182,8 @@ def report(name: str, floors: list[float], builds: list[dict]) -> None:
         f"{rebuild / run:.3f}x the run"
     )
     stages = {s: _median(b["stages"].get(s) for b in builds) for s in STAGES_SHOWN}
-    print("  [" + name + "] stages: " + ", ".join(f"{s} {v:.1f}" for s, v in stages.items()))
+    for stage, seconds in stages.items():
+        print(f"  [{name}] {stage}: median {seconds:.2f}s")
     print(f"  [{name}] topics: {builds[-1]['topics']}")
 
 
@@ -185,16 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--question-ids", help="comma-separated; overrides --haystacks")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--baseline-code", type=Path, help="another checkout: its build, interleaved")
+    parser.add_argument("--embedder", default="minilm", choices=("minilm", "hashing"), help="hashing: tests")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--numba", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.data, args.question_ids, args.home, args.numba)))
+        print(json.dumps(worker(args.data, args.question_ids, args.home, args.numba, args.embedder)))
         return 0
 
     from evals.datasets import load_longmemeval, select
-    from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder
+    from memory_core.embeddings import HashingEmbedder, SentenceTransformerEmbedder
 
     haystacks = load_longmemeval(args.data)
     chosen = (
@@ -204,14 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     this_code = Path(__file__).resolve().parents[2]
     codes = {"this": this_code, **({"baseline": args.baseline_code.resolve()} if args.baseline_code else {})}
-    embedder = SentenceTransformerEmbedder(batch_size=32)
+    embedder = (
+        SentenceTransformerEmbedder(batch_size=32) if args.embedder == "minilm" else HashingEmbedder(256)
+    )
     embedder.embed(["warm up"])  # the floor's model is loaded beforehand, untimed
     with tempfile.TemporaryDirectory(prefix="memory-os-numba-") as numba:
-        print(
-            f"compiling UMAP's kernels into an empty numba cache (once per machine; untimed below): "
-            f"{compile_umap(this_code, Path(numba)):.1f}s",
-            flush=True,
-        )
+        if args.embedder == "minilm":  # (hashing: tests' tiny haystacks take the small-input paths, no UMAP)
+            print(
+                f"compiling UMAP's kernels into an empty numba cache (once per machine; untimed below): "
+                f"{compile_umap(this_code, Path(numba)):.1f}s",
+                flush=True,
+            )
         for haystack in chosen:
             texts = [t.text for t in haystack.turns]
             floors: list[float] = []
@@ -221,7 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                 for name, root in codes.items():
                     builds[name].append(
                         run_worker(
-                            root, args.data, haystack.haystack_id, Path(numba) if name == "this" else None
+                            root,
+                            args.data,
+                            haystack.haystack_id,
+                            Path(numba) if name == "this" else None,
+                            args.embedder,
                         )
                     )
                 floors.append(floor_seconds(embedder, texts))  # before and after: the load both saw
