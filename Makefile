@@ -9,18 +9,15 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install install-test demo test lint smoke ui clean
 
-# the product alone (what `make demo` and `make ui` need)
-$(BIN)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	# the CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e .
+# the product alone (what `make demo` and `make ui` need): torch from PyTorch's CPU wheel index first (PyPI's
+# torch on Linux is the CUDA build, several GB more), then the project; scripts/install.sh does both
+$(BIN)/.installed: pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) scripts/install.sh $(VENV)
 	touch $@
 
 # plus the test extra (pytest, import-linter, and the eval extra the harness tests need)
 $(BIN)/.installed-test: $(BIN)/.installed
-	$(BIN)/pip install --quiet -e '.[test]'
+	PYTHON=$(PYTHON) scripts/install.sh $(VENV) test
 	touch $@
 
 install: $(BIN)/.installed

@@ -49,6 +49,11 @@ DAGSTER_HOME = Setting(
     "the Dagster instance (runs, event logs, schedules); unset: `<memory home>/dagster`, seeded with the "
     "packaged `dagster.yaml` (read by Dagster too)",
 )
+NUMBA_CACHE_DIR = Setting(
+    "NUMBA_CACHE_DIR",
+    "where numba keeps compiled kernels (read by numba too); unset: `<memory home>/cache/numba` for UMAP's, "
+    "so its compile is paid once, not in every process",
+)
 # an OpenAI-compatible endpoint ------------------------------------------------------------------------------
 OPENAI_API_KEY = Setting(
     "OPENAI_API_KEY",
@@ -108,6 +113,7 @@ SETTINGS: tuple[Setting, ...] = (
     MEMORY_OS_HOME,
     MEMORY_OS_DATABASE_URL,
     DAGSTER_HOME,
+    NUMBA_CACHE_DIR,
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
     OPENAI_MODEL,

@@ -81,6 +81,10 @@ class MemoryServer:
         self.pool = ReaderPool(home)  # the server stays warm: each corpus's memory is loaded once
         self._tools: dict[str, ScopedTools] = {}
 
+    def warm(self):
+        """Load the served corpora's memory in the background (the first query then answers warm)."""
+        return self.pool.warm_in_background(self.corpora)
+
     def close(self) -> None:
         self.pool.close()
 
@@ -245,6 +249,7 @@ def serve(
     token: str | None = None,
 ) -> None:
     server = build_server(memory)
+    memory.warm()
     try:
         if transport == "stdio":
             server.run("stdio")

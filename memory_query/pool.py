@@ -44,6 +44,21 @@ class ReaderPool:
                 evicted.close()
         return reader
 
+    def warm_in_background(self, corpora: list[str]) -> threading.Thread:
+        """Load each corpus's memory in a daemon thread (`CorpusReader.warm`), so a server's first query
+        does not pay for it; a query arriving meanwhile waits only for the part it needs (the reader's lock)."""
+
+        def warm() -> None:
+            for corpus in corpora:
+                try:
+                    self.reader(corpus).warm()
+                except Exception:  # noqa: BLE001 — warming is an optimisation: the query reports real errors
+                    continue
+
+        thread = threading.Thread(target=warm, name="reader-pool-warm", daemon=True)
+        thread.start()
+        return thread
+
     def __len__(self) -> int:
         return len(self._readers)
 

@@ -322,6 +322,22 @@ class CorpusReader:
         stamp = (str(path.resolve()),)
         return self._cached(f"vectors:{family}", stamp, lambda: open_family_index(self.store, family))
 
+    def warm(self) -> None:
+        """Load now what a first query would load (tables, lexicon, vector indexes, the query embedder), so
+        a long-lived caller (the MCP server, at start) answers its first question at warm speed."""
+        self.lexicon_alignment()
+        self.concepts()
+        self.topics()
+        self.speakers()
+        self.segment_messages()
+        from memory_query.adjacency import adjacency_for  # it reads through a reader
+
+        adjacency_for(self)
+        for family in ("messages", "segments", "concepts", "topics"):
+            index = self.vectors(family)
+            if index is not None and index.size:
+                embedder_for_index(index).embed(["warm up"])
+
     def graph(self):
         """The corpus's graph store when one has been loaded, else None."""
         from memory_core.graph import embedded_graph_path, open_graph
@@ -339,8 +355,9 @@ class CorpusReader:
 
 
 def embedder_for_index(index: FaissIndex) -> Embedder:
-    """The embedder that produced an index, rebuilt from the spec saved in its metadata by the factory the
-    pipeline used, so queries land in the same space."""
-    from memory_core.embeddings import build_embedder, index_embedder_spec
+    """The embedder of an index's queries, from the spec saved in its metadata: the model that built it
+    (so queries land in the same space), on the runtime that starts fastest (`build_query_embedder`: no
+    torch for the default local model) — the CLI, the MCP server and the evals all embed queries here."""
+    from memory_core.embeddings import build_query_embedder, index_embedder_spec
 
-    return build_embedder(index_embedder_spec(index.meta, index.dim))
+    return build_query_embedder(index_embedder_spec(index.meta, index.dim))

@@ -298,3 +298,63 @@ def test_an_index_built_before_specs_were_saved_still_names_its_embedder():
     assert (remote.model, remote.dimensions) == ("text-embedding-3-small", 256)
     with pytest.raises(EmbedderConfigError, match="saved no embedder spec"):
         index_embedder_spec({"model": "my-model-folder"}, 768)
+
+
+# ------------------------------------------------------------------------------- the torch-free query runtime
+QUERY_RUNTIME_TEXTS = [
+    "When is my half marathon?",
+    "What did Caroline paint after the LGBTQ support group?",
+    "  leading and trailing spaces  ",
+    "",
+    "Ünïcödé, emoji 🎉 and CJK 東京 in one line",
+    # longer than the model's 256 tokens: truncated the same way by both runtimes
+    " ".join(["I spent the whole weekend repotting succulents and reading about drainage."] * 40),
+    "Max: Dana's dog, digs up the tomato beds",
+]
+
+
+def test_query_runtime_is_chosen_from_the_spec_without_loading_torch():
+    code = (
+        "import sys\n"
+        "from memory_core.embeddings import build_query_embedder, EmbedderSpec, NumpyBertEmbedder\n"
+        "from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder\n"
+        "spec = SentenceTransformerEmbedder().spec()\n"
+        "e = build_query_embedder(spec)\n"
+        "v = e.embed(['When is my half marathon?'])\n"
+        "assert isinstance(e, NumpyBertEmbedder) and e.spec() == spec, (e, spec)\n"
+        "assert v.shape == (1, 384) and abs(float((v * v).sum()) - 1.0) < 1e-5\n"
+        "assert not any(m.split('.')[0] in ('torch', 'sentence_transformers', 'transformers') for m in sys.modules)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_query_runtime_falls_back_where_it_cannot_compute_the_same_vectors(tmp_path):
+    from memory_core.embeddings import build_query_embedder
+    from memory_core.embeddings.bert_numpy import packaged_model_path, supports
+
+    assert supports(packaged_model_path())
+    folder = tmp_path / "other-model"
+    folder.mkdir()
+    for name in ("config.json", "modules.json", "tokenizer.json", "model.safetensors"):
+        (folder / name).write_bytes((packaged_model_path() / name).read_bytes())
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    assert not supports(folder)  # CLS pooling: not what the numpy runtime computes
+    assert isinstance(build_query_embedder(EmbedderSpec("hashing", "hashing-64", 64)), HashingEmbedder)
+
+
+@pytest.mark.slow
+def test_numpy_runtime_vectors_match_the_torch_model():
+    from memory_core.embeddings import NumpyBertEmbedder, SentenceTransformerEmbedder
+
+    torch_vectors = SentenceTransformerEmbedder(batch_size=4).embed(QUERY_RUNTIME_TEXTS)
+    numpy_vectors = NumpyBertEmbedder(batch_size=3).embed(QUERY_RUNTIME_TEXTS)
+    assert numpy_vectors.shape == torch_vectors.shape == (len(QUERY_RUNTIME_TEXTS), 384)
+    assert float(np.abs(numpy_vectors - torch_vectors).max()) < 1e-5
+    assert float((numpy_vectors * torch_vectors).sum(axis=1).min()) > 0.99999
+    one_by_one = np.concatenate([NumpyBertEmbedder().embed([t]) for t in QUERY_RUNTIME_TEXTS])
+    assert float(np.abs(one_by_one - numpy_vectors).max()) < 1e-5  # padding in a batch changes nothing

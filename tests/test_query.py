@@ -212,3 +212,16 @@ def test_a_pool_keeps_readers_and_closes_the_least_recent(built_demo, tmp_path):
     assert other is not reader and len(pool) == 1 and not reader._cache  # the evicted reader was closed
     pool.close()
     assert len(pool) == 0
+
+
+def test_a_pool_warmed_in_the_background_has_loaded_what_a_query_reads(built_demo):
+    """What the MCP server does at start: the first query then finds tables, lexicon and indexes loaded."""
+    home, name = built_demo
+    with ReaderPool(home) as pool:
+        pool.warm_in_background([name, "not-a-corpus"]).join(timeout=300)
+        reader = pool.reader(name)
+        loaded = set(reader._cache)
+        assert {"messages", "lexicon", "lexicon_alignment", "concepts", "topics", "speakers"} <= loaded
+        assert {"vectors:messages", "vectors:segments", "vectors:concepts"} <= loaded
+        answer = query_memory("Which database does Kestrel use for analytics?", name, k=5, pool=pool)
+        assert answer.items and set(reader._cache) == loaded  # nothing left to load

@@ -55,11 +55,46 @@ def test_small_inputs_take_the_documented_fallbacks():
     assert same.path == "single" and set(same.best.labels.tolist()) == {0} and len(same.trials) == 4
 
 
-def test_time_budget_bounds_the_search():
+def test_the_time_cap_is_a_safety_net_that_says_when_it_bit():
     vectors, _ = blobs(n_per=20, k=3)
-    result = tune(vectors, TunerConfig(n_trials=50, timeout_s=0.0))
-    assert 1 <= len(result.trials) < 50 and result.truncated
+    result = tune(vectors, TunerConfig(n_trials=50, patience=0, timeout_s=0.0))
+    assert 1 <= len(result.trials) < 50 and result.truncated and result.stopped == "time_cap"
     assert result.best.scores.n_clusters >= 2
+    unbound = tune(vectors, TunerConfig(n_trials=12, patience=0))
+    assert len(unbound.trials) == 12 and not unbound.truncated and unbound.stopped == "budget"
+
+
+def test_early_stopping_counts_trials_not_seconds():
+    """Separable groups are found at once; the search stops `patience` trials after the last improvement
+    (never before `startup_trials + patience`), and does so identically every time."""
+    vectors, _ = blobs(n_per=25, k=3)
+    config = TunerConfig(n_trials=40, patience=4, startup_trials=3, min_improvement=0.002, seed=3)
+    first, second = tune(vectors, config), tune(vectors, config)
+    assert first.stopped == "early" and 7 <= len(first.trials) < 40
+    assert _trials(first) == _trials(second)
+    objectives = [t["objective"] for t in first.trials]
+    last_gain = max(i for i, value in enumerate(objectives) if i == 0 or value >= max(objectives[:i]) + 0.002)
+    assert len(first.trials) == max(last_gain + 1 + 4, 7)
+
+
+def test_warm_start_points_run_first_and_are_clipped_to_the_space():
+    vectors, truth = blobs(n_per=25, k=3)
+    previous = {
+        "reduction": "pca",
+        "n_components": 3,
+        "min_cluster_size": 500,  # beyond the bound for 75 points: clipped
+        "min_samples": 2,
+        "cluster_selection_method": "eom",
+    }
+    result = tune(vectors, TunerConfig(n_trials=5, patience=0, seed=3), warm_start=[previous])
+    assert result.warm_started == 1
+    first = result.trials[0]
+    hi = bounds_for(75, SearchSpace(), "pca")["min_cluster_size"][1]
+    assert (first["n_components"], first["min_cluster_size"], first["min_samples"]) == (3, hi, 2)
+    other_reduction = tune(vectors, TunerConfig(n_trials=3), warm_start=[{**previous, "reduction": "umap"}])
+    assert other_reduction.warm_started == 0  # a point of another reduction is not this search's
+    off = tune(vectors, TunerConfig(n_trials=3, warm_start=False), warm_start=[previous])
+    assert off.warm_started == 0
 
 
 def test_trials_on_a_sample_then_refit_on_everything():
@@ -128,3 +163,25 @@ def test_umap_path_recovers_groups_and_is_deterministic():
     second = tune(vectors, config)
     assert np.array_equal(first.best.labels, second.best.labels) and _trials(first) == _trials(second)
     assert np.array_equal(first.best.reduced, second.best.reduced)
+
+
+@pytest.mark.slow
+def test_umap_kernels_are_compiled_into_the_memory_home_cache(tmp_path):
+    """In a fresh process that imports umap through `load_umap`, numba writes UMAP's compiled kernels to the
+    given folder (so the next process loads them instead of compiling)."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "numba"
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from memory_core.topics.clustering import warm_up_umap\n"
+        f"warm_up_umap(1, 16, Path({str(cache)!r}))\n"
+        "import numba\n"
+        f"assert numba.config.CACHE_DIR != {str(cache)!r}  # numba's own setting is restored\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    kernels = {p.name.split(".")[0] for p in cache.rglob("*.nbi")}
+    assert any(name.startswith("umap_") or name.startswith("layouts") for name in kernels), kernels

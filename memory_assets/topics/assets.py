@@ -50,11 +50,24 @@ TRIAL_TABLE = Table(TRIAL_COLUMNS, limit=500)
 class TopicsAssetConfig(dg.Config):
     """Tuning budget, search space, objective weights and labelling of the topics stage."""
 
-    n_trials: int = Field(
-        default=_TUNER.n_trials, description="Optuna trials (the search stops at whichever bound first)"
+    n_trials: int = Field(default=_TUNER.n_trials, description="Optuna trials: the search's budget")
+    patience: int = Field(
+        default=_TUNER.patience,
+        description="stop after this many trials in a row without improvement (0: the whole budget)",
+    )
+    min_improvement: float = Field(
+        default=_TUNER.min_improvement, description="an objective gain smaller than this is no improvement"
+    )
+    startup_trials: int = Field(
+        default=_TUNER.startup_trials, description="TPE's random trials (warm-start points count)"
+    )
+    warm_start: bool = Field(
+        default=_TUNER.warm_start,
+        description="try the last build's best parameters and a size prior first",
     )
     timeout_s: float = Field(
-        default=_TUNER.timeout_s, description="time budget of the tuning in seconds (UMAP warm-up included)"
+        default=_TUNER.timeout_s,
+        description="safety cap of the tuning in seconds (reported when it cuts the search; not a budget)",
     )
     seed: int = Field(default=_TUNER.seed, description="seed of the sampler, UMAP and sampling")
     reduction: str = Field(default=_TUNER.reduction, description="auto | umap | pca | none")
@@ -109,6 +122,10 @@ class TopicsAssetConfig(dg.Config):
         return TopicsConfig(
             tuner=TunerConfig(
                 n_trials=self.n_trials,
+                patience=self.patience,
+                min_improvement=self.min_improvement,
+                startup_trials=self.startup_trials,
+                warm_start=self.warm_start,
                 timeout_s=self.timeout_s,
                 seed=self.seed,
                 reduction=self.reduction,

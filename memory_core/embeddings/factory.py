@@ -2,6 +2,10 @@
 pipeline embeds, the spec saved in a vector index's metadata when the read side embeds a query. Both paths
 build the same provider with the same settings; an API key is resolved here, when the embedder is built
 (the given key, else the variable the spec names), never at import and never saved.
+
+`build_query_embedder` is the read side's: the same model and vectors, but a local BERT-family model (the
+default all-MiniLM-L6-v2) runs on the torch-free numpy runtime (`bert_numpy`), so a query does not pay for
+loading torch; any other local model falls back to the torch provider.
 """
 
 from __future__ import annotations
@@ -51,6 +55,21 @@ def build_embedder(
     raise EmbedderConfigError(
         f"unknown embeddings provider {spec.provider!r} (one of {', '.join(PROVIDERS)})"
     )
+
+
+def build_query_embedder(spec: EmbedderSpec, api_key: str | None = None) -> Embedder:
+    """The embedder a query is embedded with: `build_embedder(spec)`'s vectors, on the fastest-starting
+    runtime that computes them (see the module docstring)."""
+    if spec.provider == "local":
+        from memory_core.embeddings.bert_numpy import NumpyBertEmbedder, packaged_model_path, supports
+
+        if supports(spec.model_path or packaged_model_path()):
+            return NumpyBertEmbedder(
+                model_path=spec.model_path,
+                model_name=spec.model_name or None,
+                max_seq_length=spec.max_seq_length,
+            )
+    return build_embedder(spec, api_key=api_key)
 
 
 def _openai(spec: EmbedderSpec, api_key: str | None, batch_size: int | None) -> Embedder:

@@ -21,11 +21,13 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from memory_core.embeddings.base import l2_normalise
+from memory_core.topics.umap_loader import load_umap
 
 Reduction = Literal["umap", "pca", "none"]
 SilhouetteSpace = Literal["reduced", "embedding"]
@@ -235,13 +237,16 @@ def umap_embed(
         return np.asarray(model.fit_transform(vectors), dtype=np.float32)
 
 
-def warm_up_umap(seed: int, dim: int) -> float:
-    """Fit UMAP once on a tiny seeded input so numba compiles its kernels; the seconds it took.
+def warm_up_umap(seed: int, dim: int, numba_cache: Path | None = None) -> float:
+    """Fit UMAP once on a tiny seeded input so numba compiles its kernels; the seconds it took (the import
+    of umap included).
 
     In a fresh process this is almost all compilation (the tiny fit itself takes milliseconds), so it is the
-    measured compile cost; once compiled it returns in a fraction of a second.
+    measured compile cost; once compiled — in this process, or into `numba_cache` by an earlier one
+    (`umap_loader`) — it returns in a fraction of a second.
     """
     started = time.perf_counter()
+    load_umap(numba_cache)
     rng = np.random.default_rng(seed)
     points = l2_normalise(rng.normal(size=(64, dim)).astype(np.float32))
     umap_embed(points, 2, 5, 0.1, seed, exact_knn(points, 5))

@@ -43,6 +43,8 @@ class TopicsReport:
             "trials_run": f["trials_run"],
             "best_trial": f["best_trial"] if f["best_trial"] is not None else -1,
             "search_truncated_by_time": f["truncated"],
+            "search_stopped": f.get("stopped", "budget"),
+            "warm_start_trials": f.get("warm_started", 0),
             "topic_sizes": f["sizes"],
             "size_min": f["size_min"],
             "size_median": f["size_median"],

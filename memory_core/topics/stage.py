@@ -13,7 +13,9 @@ with its nearest topic beside it, so noise stays retrievable), links of vanished
 
 Identity and reruns: a topic's id is a hash of its member segment ids, so the same clusters get the same
 ids. A rerun whose input (segment ids, embedding model) and configuration hash like the last build's reuses
-it and writes nothing — identical tables, no second tuning.
+it and writes nothing — identical tables, no second tuning. A changed input is tuned again, starting from
+the parameters the last build chose (the tuner's warm start), with UMAP's compiled kernels kept in the
+memory home's cache (`umap_loader`), so neither the search nor numba's compile starts from scratch.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from memory_core.store.schema import (
     topics,
     user_reactions,
 )
-from memory_core.topics.builds import find_reusable, record_build
+from memory_core.topics.builds import find_reusable, latest_build, record_build
 from memory_core.topics.clustering import Clustering, exact_knn, umap_embed
 from memory_core.topics.describe import Describer, Description
 from memory_core.topics.labels import name_stop_words, term_labels
@@ -46,6 +48,7 @@ from memory_core.topics.prompts import TOPIC_PROMPT, GroupInput
 from memory_core.topics.reports import TopicsReport
 from memory_core.topics.topic_map import TopicMap
 from memory_core.topics.tuner import TunerConfig, TuningResult, tune
+from memory_core.topics.umap_loader import numba_cache_dir
 
 STAGE = "topics"
 _SILHOUETTE_SAMPLES_MAX = 10000  # per-topic silhouettes are O(n²); above this only the corpus figure is kept
@@ -92,6 +95,19 @@ def load_segments(store: CorpusStore) -> list[_Segment]:
             .order_by(segments.c.segment_id)
         ).all()
     return [_Segment(*r) for r in rows]
+
+
+def warm_start_for(store: CorpusStore, input_sha: str) -> list[dict]:
+    """The tuner's warm-start points: the parameters the corpus's last topics build chose — or, when that
+    build had this very input (a forced rebuild), the points it started from, so it comes out identical."""
+    with store.staging.connect() as conn:
+        build = latest_build(conn, STAGE)
+    if build is None:
+        return []
+    figures = build["figures"] or {}
+    if build["input_sha256"] == input_sha:
+        return list(figures.get("warm_start") or [])
+    return [figures["params"]] if figures.get("params") else []
 
 
 def _speaker_names(store: CorpusStore) -> set[str]:
@@ -145,7 +161,14 @@ def build_topics(
     vectors = embed_texts(embedder, [s.text for s in segs], config.embed_batch)
     embed_seconds = time.perf_counter() - t0
     say(f"{store.name}: {len(segs)} segments embedded in {embed_seconds:.1f}s; tuning")
-    tuning = tune(vectors, config.tuner, log=say)
+    warm_start = warm_start_for(store, input_sha)
+    tuning = tune(
+        vectors,
+        config.tuner,
+        log=say,
+        warm_start=warm_start,
+        numba_cache=numba_cache_dir(store.home.cache_dir),
+    )
     clustering = tuning.best
 
     t0 = time.perf_counter()
@@ -186,6 +209,7 @@ def build_topics(
         config.tuner.weights.silhouette_space,
     )
     figures.update(
+        warm_start=warm_start,
         embedding_model=embedder.model_name,
         embed_seconds=round(embed_seconds, 3),
         label_seconds=round(label_seconds, 3),
@@ -380,6 +404,8 @@ def _figures(
         "trials_run": len(tuning.trials),
         "best_trial": tuning.best_trial,
         "truncated": tuning.truncated,
+        "stopped": tuning.stopped,
+        "warm_started": tuning.warm_started,
         "sampled": tuning.sampled,
         "sizes": sizes,
         "size_min": sizes[-1] if sizes else 0,
