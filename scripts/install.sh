@@ -30,7 +30,7 @@ PY
 if ! cpu_torch; then
     # the CPU index holds torch's own dependencies too; the machine's pip configuration (find-links, mirrors)
     # still applies, so an offline machine with a local CPU wheel installs that one
-    "$VENV/bin/pip" install --quiet --no-deps "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
+    "$VENV/bin/pip" install --quiet --retries 1 --timeout 30 --no-deps "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
     "$VENV/bin/pip" install --quiet "torch==$TORCH_VERSION"  # its dependencies; the CPU build stays
 fi
 cpu_torch || { echo "install: torch $TORCH_VERSION is not the CPU build; refusing to go on" >&2; exit 1; }
