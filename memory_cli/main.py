@@ -143,7 +143,7 @@ def _runner(home: MemoryHome):
 
 
 def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False) -> bool:
-    return _run_assets(home, name, selection, quiet).success
+    return _run_assets(home, name, selection, quiet).passed
 
 
 def _run_assets(
@@ -153,7 +153,10 @@ def _run_assets(
     runner = _runner(home)
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
     run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr)
-    if run.success:
+    failed_checks = run.failed_checks("ERROR") if run.success else []
+    if failed_checks:  # a non-blocking ERROR check does not fail the Dagster run; it fails the command
+        click.echo(f"failed: ERROR check(s) {', '.join(failed_checks)} (run {run.run_id})", err=True)
+    elif run.success:
         click.echo(f"done in {run.seconds:.1f}s (run {run.run_id})", err=True)
     else:
         click.echo(
@@ -238,7 +241,7 @@ def gardener_apply(ctx, name, dry_run, proposal_ids, categories, chooser, max_ac
         "max_actions": max_actions,
     }
     result = _run_assets(home, name, ["gardener_actions"], quiet, {"gardener_actions": {"config": config}})
-    if not result.success:
+    if not result.passed:
         sys.exit(1)
     path = home.corpus(name).path(*REPORT_DIR, f"{result.run_id}.json")
     body = json.loads(path.read_text(encoding="utf-8"))

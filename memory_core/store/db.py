@@ -46,6 +46,7 @@ from sqlalchemy import (
 )
 
 from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
+from memory_core.processes import ProcessIdentity
 from memory_core.settings import memory_home_path
 from memory_core.store.schema import METADATA_BY_STORE
 
@@ -140,8 +141,9 @@ class MemoryHome:
         registry_metadata.create_all(engine)
         return engine
 
-    def corpus(self, name: str) -> CorpusStore:
-        return CorpusStore(self, validate_corpus_name(name))
+    def corpus(self, name: str, readonly: bool = False) -> CorpusStore:
+        """The stores of corpus `name`; `readonly` for read paths (see `CorpusStore.read_only`)."""
+        return CorpusStore(self, validate_corpus_name(name), readonly=readonly)
 
     # registry ---------------------------------------------------------------------------------
     def register(self, name: str, source_format: str, path: str, options: dict | None = None) -> None:
@@ -178,13 +180,23 @@ class MemoryHome:
 
 
 class CorpusStore:
-    """Engines and file locations of one corpus. Creating it creates nothing; `engine()` creates the schema."""
+    """Engines and file locations of one corpus. Creating it creates nothing; `engine()` creates the schema.
 
-    def __init__(self, home: MemoryHome, name: str):
+    A read-only store (`read_only()`, what the read side and `stats` use) never creates a folder or a
+    database: a store that does not exist yet reads as an empty one (an in-memory twin of its schema), and
+    `path()` creates sub-folders only inside an existing corpus folder.
+    """
+
+    def __init__(self, home: MemoryHome, name: str, readonly: bool = False):
         self.home = home
         self.name = name
         self.dir = home.root / "corpora" / name
+        self.readonly = readonly
         self._ready: set[str] = set()
+        self._empty: dict[str, Engine] = {}
+
+    def read_only(self) -> CorpusStore:
+        return self if self.readonly else CorpusStore(self.home, self.name, readonly=True)
 
     def url(self, store: str) -> str:
         if store not in STORES:
@@ -196,12 +208,27 @@ class CorpusStore:
     def engine(self, store: str) -> Engine:
         url = self.url(store)
         if url.startswith("sqlite"):
+            if self.readonly and not (self.dir / f"{store}.db").exists():
+                return self._empty_engine(store)
             self.dir.mkdir(parents=True, exist_ok=True)
         engine = get_engine(url)
         if store not in self._ready:
             METADATA_BY_STORE[store].create_all(engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             self._ready.add(store)
+        return engine
+
+    def _empty_engine(self, store: str) -> Engine:
+        """An empty in-memory database with the store's schema: what a store not built yet reads as."""
+        engine = self._empty.get(store)
+        if engine is None:
+            from sqlalchemy.pool import StaticPool
+
+            engine = create_engine(
+                "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
+            )
+            METADATA_BY_STORE[store].create_all(engine)
+            self._empty[store] = engine
         return engine
 
     @property
@@ -217,17 +244,25 @@ class CorpusStore:
         return self.engine("reflective")
 
     def path(self, *parts: str) -> Path:
-        """A file location inside the corpus folder (graph, indexes, reports); parent created."""
+        """A file location inside the corpus folder (graph, indexes, reports); parent created (read-only:
+        only inside an existing corpus folder)."""
         path = self.dir.joinpath(*parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.readonly or self.dir.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
     def exists(self) -> bool:
         return (self.dir / "source.db").exists() or bool(self.home.url_template)
 
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / ".write.lock"
+
     @contextlib.contextmanager
     def write_lock(self, timeout_s: float = 0.0) -> Iterator[None]:
-        """One writer per corpus: an exclusive advisory lock on a file in the corpus folder."""
+        """One writer per corpus: an exclusive advisory lock on a file in the corpus folder. The holder
+        writes who it is into the file (`lock_holder` reads it); the kernel releases the lock when the
+        holder dies, however it dies."""
         lock_path = self.path(".write.lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + timeout_s
@@ -238,14 +273,40 @@ class CorpusStore:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
+                        holder = self.lock_holder()
                         raise CorpusLockedError(
-                            f"corpus {self.name!r} is being written by another run (lock {lock_path})"
+                            f"corpus {self.name!r} is being written by another run"
+                            f"{f' ({holder})' if holder else ''} (lock {lock_path})"
                         ) from None
                     time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(ProcessIdentity.current().as_dict()).encode(), 0)
             yield
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def lock_holder(self) -> str | None:
+        """Who holds the corpus's write lock ("pid 4242 on host"), or None when nobody does. Creates
+        nothing."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    who = ProcessIdentity.from_dict(json.loads(os.pread(fd, 4096, 0) or b"null"))
+                except ValueError:
+                    who = None
+                return f"pid {who.pid} on {who.host}" if who else "another process"
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
             os.close(fd)
 
 

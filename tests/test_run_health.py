@@ -1,0 +1,206 @@
+"""Run health: a run killed with SIGKILL never hangs the instance, waits say on what, signals end a run.
+
+The scenario tests run the real command line in subprocesses against one Dagster home (the packaged
+dagster.yaml: `llm` pool of 2 slots) with extraction answered by a local chat server that is slowed down
+while the runs are killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from memory_assets.run_health import PID_TAG, process_tags, reap_dead_runs, run_alive
+from memory_core.demo import demo_export_path
+from memory_core.processes import ProcessIdentity, pid_alive
+from tests.chat_server import Reply
+
+ROOT = Path(__file__).resolve().parents[1]
+SELECT = "messages,segments,mentions,user_reactions"  # through extraction: no embedding model to load
+
+
+def test_a_killed_process_is_told_from_a_live_one_and_from_a_reused_pid():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        me = ProcessIdentity.current()
+        assert me.alive() is True and me.local
+        born = ProcessIdentity.current().__class__(me.host, child.pid, None)
+        assert born.alive() is True
+        child.kill()
+        child.wait()
+        assert not pid_alive(child.pid) and born.alive() is False
+    finally:
+        if child.poll() is None:
+            child.kill()
+    if me.started is not None:  # same pid, another start time: a later process reusing the pid
+        assert ProcessIdentity(me.host, me.pid, me.started - 3600).alive() is False
+    assert ProcessIdentity("some-other-host", me.pid, me.started).alive() is None
+
+
+def test_reap_marks_runs_of_dead_processes_failed_and_frees_their_slots(instance):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    tags = {**process_tags(), PID_TAG: str(dead.pid), "dagster/partition": "notes"}
+    tags.pop("memory_os/pid_started", None)
+    job = dg.GraphDefinition("g", node_defs=[]).to_job()
+    killed = instance.create_run_for_job(job, tags=tags, status=dg.DagsterRunStatus.STARTED)
+    live = instance.create_run_for_job(job, tags=process_tags(), status=dg.DagsterRunStatus.STARTED)
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots("llm", 2)
+    assert storage.claim_concurrency_slot("llm", killed.run_id, "extraction").is_claimed
+    assert storage.claim_concurrency_slot("llm", live.run_id, "extraction").is_claimed
+    assert run_alive(instance, instance.get_run_record_by_id(killed.run_id)) is False
+    assert run_alive(instance, instance.get_run_record_by_id(live.run_id)) is True
+
+    reaped = reap_dead_runs(instance)
+    assert [(r.run_id, r.corpus, r.slots) for r in reaped] == [(killed.run_id, "notes", {"llm": 1})]
+    assert instance.get_run_by_id(killed.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(live.run_id).status == dg.DagsterRunStatus.STARTED
+    holders = {s.run_id for s in storage.get_concurrency_info("llm").claimed_slots}
+    assert holders == {live.run_id}
+    assert reap_dead_runs(instance) == []  # nothing left to do
+
+
+# ------------------------------------------------------------------------------------------ scenarios
+class Cli:
+    """The command line in subprocesses, on one memory home and one Dagster home."""
+
+    def __init__(self, home, server_url: str, pool_limit: int = 2):
+        # the `home` fixture's memory home and DAGSTER_HOME (set in this process too)
+        self.home, self.dagster_home = home.root, Path(os.environ["DAGSTER_HOME"])
+        from memory_assets.instance import template
+
+        yaml = template("dagster.yaml").read_text(encoding="utf-8")
+        (self.dagster_home / "dagster.yaml").write_text(
+            yaml.replace("default_limit: 2", f"default_limit: {pool_limit}"), encoding="utf-8"
+        )
+        base = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        self.env = dict(
+            base, MEMORY_OS_HOME=str(self.home), DAGSTER_HOME=str(self.dagster_home), PYTHONPATH=str(ROOT)
+        )
+        self.llm_env = dict(self.env, OPENAI_API_KEY="sk-test-run-health-key", OPENAI_BASE_URL=server_url)
+
+    def start(self, *args: str, llm: bool = False) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "memory_cli.main", *args],
+            env=self.llm_env if llm else self.env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def run(self, *args: str, llm: bool = False, timeout: float = 240) -> tuple[int, str]:
+        proc = self.start(*args, llm=llm)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            pytest.fail(f"`memory-os {' '.join(args)}` hung for {timeout}s:\n{out}")
+        return proc.returncode, out
+
+    def instance(self) -> dg.DagsterInstance:
+        return dg.DagsterInstance.from_config(str(self.dagster_home))
+
+    def wait_for_slots(self, n: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        with self.instance() as inst:
+            while time.monotonic() < deadline:
+                if len(inst.event_log_storage.get_concurrency_info("llm").claimed_slots) >= n:
+                    return
+                time.sleep(0.3)
+        pytest.fail(f"{n} llm slots were never claimed")
+
+
+def _register(cli: Cli, *names: str) -> None:
+    for name in names:
+        code, out = cli.run("corpus", "add", name, str(demo_export_path()))
+        assert code == 0, out
+
+
+def test_kill_9_during_llm_extraction_never_hangs_the_next_runs(home, chat_server):
+    """Two runs killed with SIGKILL while their extraction holds both `llm` slots (the issue's scenario):
+    the next run of another corpus and of a killed corpus both complete, and say what was freed."""
+    slow = {"on": True}
+    chat_server.rules.append((lambda req: slow["on"], lambda req: Reply(delay_s=300)))
+    cli = Cli(home, chat_server.url)
+    _register(cli, "a", "b", "c")
+    killed = [cli.start("materialize", name, "--select", SELECT, llm=True) for name in ("a", "b")]
+    cli.wait_for_slots(2)
+    for proc in killed:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    slow["on"] = False
+
+    code, out = cli.run("materialize", "c", "--select", SELECT)  # another corpus, offline teacher
+    assert code == 0, out
+    assert "marked 2 runs whose process is gone as failed" in out and "freed 2 llm slots" in out
+    code, out = cli.run("materialize", "a", "--select", SELECT, llm=True)  # a killed corpus, LLM fast again
+    assert code == 0, out
+    assert "✓ extraction" in out and "run health" not in out  # nothing left to free
+    with cli.instance() as inst:
+        statuses = sorted(r.status.value for r in inst.get_runs())
+        assert statuses == ["FAILURE", "FAILURE", "SUCCESS", "SUCCESS"]
+        assert inst.event_log_storage.get_concurrency_info("llm").claimed_slots == []
+
+
+def test_a_wait_for_a_slot_is_said_and_sigint_sigterm_end_the_command(home, chat_server):
+    chat_server.rules.append((lambda req: True, lambda req: Reply(delay_s=300)))
+    cli = Cli(home, chat_server.url, pool_limit=1)
+    _register(cli, "a", "b")
+    holder = cli.start("materialize", "a", "--select", SELECT, llm=True)
+    cli.wait_for_slots(1)
+    waiter = cli.start("materialize", "b", "--select", SELECT)
+    lines: list[str] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("waiting for a slot in pool llm" in x for x in lines):
+        lines.append(waiter.stdout.readline())
+    assert any("extraction waiting for a slot in pool llm: 1 of 1 slots held by" in x for x in lines), lines
+    waiter.send_signal(signal.SIGINT)
+    out, _ = waiter.communicate(timeout=30)
+    assert waiter.returncode == 128 + signal.SIGINT
+    assert "interrupted by SIGINT: run" in out and "marked canceled" in out
+
+    holder.send_signal(signal.SIGTERM)
+    out, _ = holder.communicate(timeout=30)
+    assert holder.returncode == 128 + signal.SIGTERM
+    assert "interrupted by SIGTERM" in out and "1 pool slot(s) freed" in out
+    with cli.instance() as inst:
+        assert sorted(r.status.value for r in inst.get_runs()) == ["CANCELED", "CANCELED"]
+        assert inst.event_log_storage.get_concurrency_info("llm").claimed_slots == []
+
+
+def test_a_wait_for_the_corpus_lock_is_said(home):
+    from memory_assets.run_health import wait_for_corpus_lock
+
+    store = home.corpus("notes")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from memory_core.store.db import MemoryHome; "
+            "s = MemoryHome.resolve(sys.argv[1]).corpus('notes')\n"
+            "with s.write_lock():\n    print('locked', flush=True); time.sleep(2.5)",
+            str(home.root),
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    said: list[str] = []
+    waited = wait_for_corpus_lock(store, said.append, poll_s=0.1)
+    holder.wait(timeout=30)
+    assert 1.0 < waited < 10
+    assert said[0].startswith(f"  … waiting for corpus notes's write lock, held by pid {holder.pid} on ")
+    assert "write lock is free after" in said[-1]
+    assert store.lock_holder() is None
