@@ -101,11 +101,13 @@ def get_engine(url: str) -> Engine:
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
+            # hide_parameters: a failing statement's error (and so a run's stored traceback) never carries
+            # its parameters - message texts - only the SQL
             if url.startswith("sqlite"):
-                engine = create_engine(url, connect_args={"check_same_thread": False})
+                engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
                 event.listen(engine, "connect", _sqlite_pragmas)
             else:
-                engine = create_engine(url, pool_pre_ping=True)
+                engine = create_engine(url, pool_pre_ping=True, hide_parameters=True)
             _engines[url] = engine
         return engine
 
@@ -215,6 +217,7 @@ class CorpusStore:
         if store not in self._ready:
             METADATA_BY_STORE[store].create_all(engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
+            retire_constraints(engine, METADATA_BY_STORE[store])
             self._ready.add(store)
         return engine
 
@@ -337,6 +340,36 @@ def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
                     f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(engine.dialect)}"
                 )
                 conn.exec_driver_sql(ddl)
+
+
+# unique constraints older versions created that the contract no longer has: table → constraint name
+RETIRED_CONSTRAINTS = {"dead_letters": "uq_dead_letter"}  # one dead-letter row per dead record
+
+
+def retire_constraints(engine: Engine, metadata: MetaData) -> None:
+    """Drop the retired unique constraints from tables an older version created (SQLite cannot drop a
+    constraint: the table is rebuilt with its rows)."""
+    for name, constraint in RETIRED_CONSTRAINTS.items():
+        table = metadata.tables.get(name)
+        if table is None:
+            continue
+        with engine.begin() as conn:
+            if conn.dialect.name != "sqlite":
+                conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {constraint}")
+                continue
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).scalar()
+            if not ddl or constraint not in ddl:
+                continue
+            old = f"_{name}_retired"
+            conn.exec_driver_sql(f"ALTER TABLE {name} RENAME TO {old}")
+            for index in table.indexes:
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
+            table.create(conn)
+            columns = ", ".join(c.name for c in table.columns)
+            conn.exec_driver_sql(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM {old}")
+            conn.exec_driver_sql(f"DROP TABLE {old}")
 
 
 def _sqlite_column(kind: str, values: list) -> list:

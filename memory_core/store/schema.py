@@ -50,6 +50,10 @@ ingest_files = Table(
     Column("conversations_changed", Integer, nullable=False),
     Column("started_at", DateTime, nullable=False),
     Column("finished_at", DateTime, nullable=False),
+    # records of the export's structure (ChatGPT hidden system nodes): neither stored nor dead letters
+    Column("structural", Integer, nullable=True),
+    # the census's count of the file's records, independent of the parser (the accounting check's truth)
+    Column("records_counted", Integer, nullable=True),
 )
 
 conversations = Table(
@@ -113,9 +117,10 @@ dead_letters = Table(
     Column("reason", Text, nullable=False),
     Column("payload_excerpt", Text, nullable=False),
     Column("recorded_at", DateTime, nullable=False),
-    UniqueConstraint("file_sha256", "source_ref", "reason_code", name="uq_dead_letter"),
 )
+# one row per dead record (no uniqueness: a record repeated in the input is dead as often as it repeats)
 Index("ix_dead_letters_reason", dead_letters.c.reason_code)
+Index("ix_dead_letters_file", dead_letters.c.file_sha256)
 
 # --------------------------------------------------------------------------------------------- staging
 segments = Table(
