@@ -204,3 +204,46 @@ def test_a_wait_for_the_corpus_lock_is_said(home):
     assert said[0].startswith(f"  … waiting for corpus notes's write lock, held by pid {holder.pid} on ")
     assert "write lock is free after" in said[-1]
     assert store.lock_holder() is None
+
+
+def test_a_failed_error_check_fails_the_command_with_one_line(home, chat_server, monkeypatch):
+    """The teacher proposes reactions outside the vocabulary: the ERROR-severity reaction check fails while
+    the Dagster run succeeds; `memory-os materialize` exits 1 naming the check."""
+    import json
+
+    from click.testing import CliRunner
+
+    from memory_cli.main import cli
+
+    bogus = json.dumps(
+        {
+            "concepts": [],
+            "reactions": [
+                {
+                    "reaction": {
+                        "state": "Hangry",
+                        "state_raw": "",
+                        "intensity": 0.5,
+                        "valence": "negative",
+                        "epistemic_status": "explicit",
+                        "evidence_message_id": "m1",
+                    },
+                    "cue": "hungry",
+                }
+            ],
+        }
+    )
+    chat_server.rules.append((lambda req: True, lambda req: Reply(content=bogus)))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-run-health-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", chat_server.url)
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            cli, ["--home", str(home.root), "corpus", "add", "d", str(demo_export_path())]
+        ).exit_code
+        == 0
+    )
+    out = runner.invoke(cli, ["--home", str(home.root), "materialize", "d", "--select", SELECT])
+    assert out.exit_code == 1, out.output
+    assert "failed: ERROR check(s) reaction_schema_validity on user_reactions" in out.output
+    assert "done in" not in out.output

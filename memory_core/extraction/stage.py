@@ -8,8 +8,9 @@
   soon as it returns; the conversation's mentions, residuals, segment rows and progress are then written in
   one staging transaction (reactions just before, in the reflective store, by deterministic id). A run
   killed at any point resumes from the cache: no repeated LLM calls, no duplicates, nothing lost.
-- A transient LLM failure (429/5xx/timeouts after retries) leaves the segment `pending` with a residual
-  saying why; the next run retries it. Final failures (invalid after feedback, refusals) are residuals too.
+- A transient LLM failure (429/5xx/timeouts after retries) or an invalid answer (two schema violations in
+  a row: chance, not a verdict) leaves the segment `pending` with a residual saying why; the next run
+  retries it (invalid answers are not cached). Refusals are final, a residual too.
 """
 
 from __future__ import annotations
@@ -278,8 +279,9 @@ def _process(
             stats["reactions_schema_valid"] += valid
             code = "llm_unavailable" if result.transient else f"teacher_{result.outcome}"
             residual_rows += _failure(segment, code, result, now).residuals
-            status, reason = ("pending" if result.transient else "done"), result.error
-            if result.transient:
+            retry = result.transient or result.outcome == "invalid"
+            status, reason = ("pending" if retry else "done"), result.error
+            if retry:
                 pending += 1
                 report.segments_pending += 1
             else:

@@ -2,9 +2,10 @@
 
 It lives under the memory home's cache dir and is shared by every corpus: the same segment text in two
 corpora is paid for once. `CachedLLMClient` writes an answer to the cache *before* returning it, so a run
-that crashes after a call resumes from the cache instead of paying again. Answers that are final (`ok`,
-`invalid` after feedback, `refused`) are cached; transient failures are not, so a later run retries them.
-A hit costs nothing: zero tokens, zero cost, zero attempts.
+that crashes after a call resumes from the cache instead of paying again. Only valid answers (`ok`) are
+cached: an invalid one (two schema violations in a row can be chance), a refusal or an unavailable
+service is asked again by a later run, and an entry that is not a valid answer (an older version cached
+invalid ones) is a miss. A hit costs nothing: zero tokens, zero cost, zero attempts.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ llm_responses = Table(
     Column("created_at", DateTime, nullable=False),
 )
 
-CACHEABLE = ("ok", "invalid", "refused")
+CACHEABLE = ("ok",)
 
 
 class ResponseCache:
@@ -95,11 +96,9 @@ class CachedLLMClient(LLMClient):
         key = request.cache_key(self.model)
         started = time.perf_counter()
         hit = self.cache.get(key)
-        if hit is not None:
-            parsed, problem = (
-                parse_answer(hit["raw"], request.response_model) if hit["outcome"] == "ok" else (None, "")
-            )
-            if hit["outcome"] != "ok" or parsed is not None:
+        if hit is not None and hit["outcome"] in CACHEABLE:
+            parsed, _problem = parse_answer(hit["raw"], request.response_model)
+            if parsed is not None:
                 return StructuredResult(
                     model=self.model,
                     outcome=hit["outcome"],
@@ -113,7 +112,7 @@ class CachedLLMClient(LLMClient):
                     schema_sha256=request.schema_sha256,
                     input_sha256=request.input_sha256,
                 )
-            # a cached answer the current model class no longer accepts (validators changed): ask again
+        # no entry, not a valid answer, or one the current model class no longer accepts: ask again
         result = self.inner.structured(request)
         if result.outcome in CACHEABLE:
             self.cache.put(result)
