@@ -12,6 +12,7 @@ import warnings
 import click
 
 from memory_cli.eval_cmd import eval_group
+from memory_cli.reactions_cmd import reactions_group
 from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
@@ -337,32 +338,6 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
         )
 
 
-# ------------------------------------------------------------------------------------------------ reactions
-@cli.group()
-def reactions() -> None:
-    """The reflective store (user reactions): retention and purge."""
-
-
-@reactions.command("purge")
-@click.argument("name")
-@click.option("--expired-only", is_flag=True, help="only reactions past their retention (expires_at)")
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.pass_context
-def reactions_purge(ctx, name, expired_only, yes) -> None:
-    """Delete corpus NAME's user reactions (all of them, or only the expired ones)."""
-    from memory_core.corpora import registered_source
-    from memory_core.extraction.reflective import purge_expired_reactions, purge_reactions, reaction_count
-
-    home = _home(ctx)
-    registered_source(home, name)
-    store = home.corpus(name)
-    if not expired_only and not yes:
-        click.confirm(f"delete all {reaction_count(store)} reactions of {name}?", abort=True)
-    with store.write_lock(timeout_s=30):
-        removed = purge_expired_reactions(store) if expired_only else purge_reactions(store)
-    click.echo(f"purged {removed} reactions of {name}; {reaction_count(store)} left")
-
-
 @cli.command()
 @click.argument("name")
 @click.argument("question")
@@ -487,6 +462,7 @@ def demo(ctx, name) -> None:
 
 
 cli.add_command(eval_group)
+cli.add_command(reactions_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

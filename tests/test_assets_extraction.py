@@ -202,9 +202,11 @@ def test_retention_and_purge(home, instance, tmp_path):
     store = home.corpus("moods")
     assert _rows(store, user_reactions, user_reactions.c.reaction_id)[0]["expires_at"] is not None
     out = CliRunner().invoke(cli, ["--home", str(home.root), "reactions", "purge", "moods", "--expired-only"])
-    assert out.exit_code == 0 and "purged 0 reactions" in out.output
+    assert out.exit_code == 0 and "purged 0 reactions of moods (expired)" in out.output
+    assert "left: reflective_store 1," in out.output  # not expired yet
     out = CliRunner().invoke(cli, ["--home", str(home.root), "reactions", "purge", "moods", "--yes"])
-    assert out.exit_code == 0 and "purged 1 reactions of moods; 0 left" in out.output
+    assert out.exit_code == 0 and "purged 1 reactions of moods (all)" in out.output
+    assert "left: reflective_store 0, llm_cache 0, residuals 0, graph 0" in out.output
     # a purge sticks: finished conversations are not re-extracted
     assert extract_corpus(store, OfflineTeacher()).reactions_written == 0
     assert _rows(store, user_reactions, user_reactions.c.reaction_id) == []

@@ -11,12 +11,26 @@ invalid ones) is a miss. A hit costs nothing: zero tokens, zero cost, zero attem
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, Text, insert, select
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    bindparam,
+    insert,
+    select,
+    update,
+)
 
 from memory_core.llm.base import LLMClient, StructuredRequest, StructuredResult, T, parse_answer
-from memory_core.store.db import get_engine, utcnow
+from memory_core.store.db import get_engine, utcnow, wipe_free_pages
 
 cache_metadata = MetaData()
 llm_responses = Table(
@@ -79,6 +93,35 @@ class ResponseCache:
     def count(self) -> int:
         with self.engine.connect() as conn:
             return len(conn.execute(select(llm_responses.c.cache_key)).all())
+
+    def answers(self, keys: Iterable[str]) -> dict[str, str]:
+        """The raw answers cached under `keys` (those present)."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(wanted), 500):
+                query = select(llm_responses.c.cache_key, llm_responses.c.raw).where(
+                    llm_responses.c.cache_key.in_(wanted[i : i + 500])
+                )
+                out.update({r.cache_key: r.raw for r in conn.execute(query)})
+        return out
+
+    def redact(self, keys: Iterable[str], redactor: Callable[[str], str | None]) -> int:
+        """Rewrite the cached answers of `keys` with `redactor(raw)` (None: leave it); the freed pages are
+        wiped (secure_delete, checkpoint, VACUUM) so the old text is gone from the file. Returns how many
+        answers changed."""
+        changed = {k: new for k, raw in self.answers(keys).items() if (new := redactor(raw)) is not None}
+        if changed:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("PRAGMA secure_delete=ON")  # the old text is overwritten
+                conn.execute(
+                    update(llm_responses)
+                    .where(llm_responses.c.cache_key == bindparam("k"))
+                    .values(raw=bindparam("raw")),
+                    [{"k": k, "raw": raw} for k, raw in changed.items()],
+                )
+            wipe_free_pages(self.engine)
+        return len(changed)
 
 
 class CachedLLMClient(LLMClient):

@@ -313,6 +313,17 @@ class CorpusStore:
             os.close(fd)
 
 
+def wipe_free_pages(engine: Engine) -> None:
+    """After a purge: no deleted content left in a SQLite file (its WAL checkpointed and truncated, the
+    file vacuumed). Nothing to do for a server database."""
+    if engine.dialect.name != "sqlite":
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.exec_driver_sql("VACUUM")
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
     """Bring tables created by an older version up to the current contract.
 

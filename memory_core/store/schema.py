@@ -506,6 +506,16 @@ user_reactions = Table(
 )
 Index("ix_reactions_message", user_reactions.c.message_id)
 
+# Messages whose reactions were purged: the extraction stage never writes a reaction on them again (a
+# rebuild, another teacher) until the user lifts the tombstones (`memory-os reactions allow`).
+reaction_tombstones = Table(
+    "reaction_tombstones",
+    reflective_metadata,
+    Column("message_id", ID, primary_key=True),
+    Column("purged_at", DateTime, nullable=False),
+    Column("scope", String(16), nullable=False),  # all | expired
+)
+
 METADATA_BY_STORE = {
     "source": source_metadata,
     "staging": staging_metadata,
