@@ -10,7 +10,7 @@ carry no tags: their process is known from the pids of their own events when the
 local (SQLite). The packaged instance (`templates/dagster.yaml`) also turns on Dagster's run monitoring,
 so a daemon frees the slots of finished runs by itself.
 
-Waiting is said: `PoolWaits` follows a run's "blocked by limit for pool" events and prints what the step
+Waiting is said: `RunWaits` follows a run's "blocked by limit for pool" events and prints what the step
 waits on (who holds the slots) and for how long; `wait_for_corpus_lock` does the same before a run while
 another process holds the corpus's write lock. `run_interruptibly` runs the materialisation in a worker
 thread so that SIGINT and SIGTERM always reach the command: the run is marked canceled, its slots are
@@ -199,30 +199,37 @@ def pool_holders(instance: dg.DagsterInstance, pool: str) -> str:
     return f"{len(info.claimed_slots)} of {limit} slots held by " + (", ".join(runs.values()) or "nobody")
 
 
-class PoolWaits:
-    """Follows one run's steps that wait for a pool slot: says on what and for how long, and reaps dead
-    runs meanwhile (a slot held by a run killed after this one started is freed as soon as it is seen)."""
+class RunWaits:
+    """Follows one run's steps: a step waiting for a pool slot says on what and for how long, and dead
+    runs are reaped meanwhile (a slot held by a run killed after this one started is freed as soon as it is
+    seen); a step running while another process holds the corpus's write lock says so."""
 
-    def __init__(self, instance: dg.DagsterInstance, say: Callable[[str], None]):
+    def __init__(self, instance: dg.DagsterInstance, say: Callable[[str], None], store: CorpusStore):
         self.instance = instance
         self.say = say
+        self.store = store
         self.run_id: str | None = None
         self.waiting: dict[str, tuple[str, float, float]] = {}  # step → (pool, since, last said)
+        self.running: dict[str, float] = {}  # step → since
+        self.lock_said = 0.0
 
     def on_event(self, entry) -> None:
         event = entry.dagster_event
         if event is None or not event.step_key:
             return
-        if event.event_type_value == "ENGINE_EVENT" and "blocked by limit for pool" in (entry.message or ""):
+        kind, step = event.event_type_value, event.step_key
+        if kind == "ENGINE_EVENT" and "blocked by limit for pool" in (entry.message or ""):
             # "Step blocked by limit for pool llm" / "Step still blocked by limit for pool llm"
             pool = (entry.message or "").rsplit(" ", 1)[-1]
-            self.waiting.setdefault(event.step_key, (pool, time.monotonic(), 0.0))
-        elif event.event_type_value in ("STEP_START", "STEP_FAILURE") and event.step_key in self.waiting:
-            pool, since, said = self.waiting.pop(event.step_key)
+            self.waiting.setdefault(step, (pool, time.monotonic(), 0.0))
+        elif kind == "STEP_START":
+            self.running[step] = time.monotonic()
+        if kind in ("STEP_START", "STEP_FAILURE") and step in self.waiting:
+            pool, since, said = self.waiting.pop(step)
             if said:
-                self.say(
-                    f"  … {event.step_key} got a slot in pool {pool} after {time.monotonic() - since:.0f}s"
-                )
+                self.say(f"  … {step} got a slot in pool {pool} after {time.monotonic() - since:.0f}s")
+        if kind in ("STEP_SUCCESS", "STEP_FAILURE"):
+            self.running.pop(step, None)
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -237,6 +244,16 @@ class PoolWaits:
                 f"({now - since:.0f}s)"
             )
             self.waiting[step] = (pool, since, now)
+        long_running = [s for s, since in self.running.items() if now - since >= REPORT_EVERY_S]
+        if long_running and now - self.lock_said >= REPORT_EVERY_S:
+            self.lock_said = now
+            holder = self.store.lock_holder()
+            if holder is not None and holder != ProcessIdentity.current():
+                step = long_running[0]
+                self.say(
+                    f"  … {step} running {now - self.running[step]:.0f}s while corpus {self.store.name}'s "
+                    f"write lock is {_held_by(holder)} (another process): it waits for it"
+                )
 
 
 def wait_for_corpus_lock(store: CorpusStore, say: Callable[[str], None], poll_s: float = 0.5) -> float:
@@ -247,14 +264,20 @@ def wait_for_corpus_lock(store: CorpusStore, say: Callable[[str], None], poll_s:
     while True:
         holder = store.lock_holder()
         now = time.monotonic()
-        if holder is None:
+        if holder is None or holder == ProcessIdentity.current():
             if said:
                 say(f"  … corpus {store.name}'s write lock is free after {now - started:.0f}s")
             return now - started
         if not said or now - said >= REPORT_EVERY_S:
-            say(f"  … waiting for corpus {store.name}'s write lock, held by {holder} ({now - started:.0f}s)")
+            say(
+                f"  … waiting for corpus {store.name}'s write lock, {_held_by(holder)} ({now - started:.0f}s)"
+            )
             said = now
         time.sleep(poll_s)
+
+
+def _held_by(holder: ProcessIdentity) -> str:
+    return f"held by pid {holder.pid} on {holder.host}"
 
 
 # ------------------------------------------------------------------------------------------ signals

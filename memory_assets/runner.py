@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import dagster as dg
 
 from memory_assets.run_health import (
-    PoolWaits,
+    RunWaits,
     cancel_run,
     describe_reaped,
     process_tags,
@@ -162,7 +162,8 @@ class CorpusRunner:
             say(describe_reaped(reaped))
         wait_for_corpus_lock(self.home.corpus(corpus, readonly=True), say)
         tag = uuid.uuid4().hex
-        follower = _Progress(self.instance, tag, progress, PoolWaits(self.instance, say))
+        store = self.home.corpus(corpus, readonly=True)
+        follower = _Progress(self.instance, tag, progress, RunWaits(self.instance, say, store))
         follower.start()
         started = time.perf_counter()
 
@@ -215,7 +216,7 @@ def _run_id(instance: dg.DagsterInstance, tag_value: str) -> str | None:
 class _Progress(threading.Thread):
     """Follows a run's event log: one line per step (when there is a stream), and its pool waits."""
 
-    def __init__(self, instance: dg.DagsterInstance, tag_value: str, stream: TextIO | None, waits: PoolWaits):
+    def __init__(self, instance: dg.DagsterInstance, tag_value: str, stream: TextIO | None, waits: RunWaits):
         super().__init__(daemon=True)
         self.instance = instance
         self.tag_value = tag_value

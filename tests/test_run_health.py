@@ -86,9 +86,17 @@ class Cli:
             base, MEMORY_OS_HOME=str(self.home), DAGSTER_HOME=str(self.dagster_home), PYTHONPATH=str(ROOT)
         )
         self.llm_env = dict(self.env, OPENAI_API_KEY="sk-test-run-health-key", OPENAI_BASE_URL=server_url)
+        self.started: list[subprocess.Popen] = []
+
+    def kill_all(self) -> None:
+        """No process of a test outlives it, whatever failed."""
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
 
     def start(self, *args: str, llm: bool = False) -> subprocess.Popen:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "memory_cli.main", *args],
             env=self.llm_env if llm else self.env,
             cwd=ROOT,
@@ -96,6 +104,8 @@ class Cli:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        self.started.append(proc)
+        return proc
 
     def run(self, *args: str, llm: bool = False, timeout: float = 240) -> tuple[int, str]:
         proc = self.start(*args, llm=llm)
@@ -120,18 +130,31 @@ class Cli:
         pytest.fail(f"{n} llm slots were never claimed")
 
 
+@pytest.fixture
+def cli_for(home, chat_server):
+    made: list[Cli] = []
+
+    def make(pool_limit: int = 2) -> Cli:
+        made.append(Cli(home, chat_server.url, pool_limit))
+        return made[-1]
+
+    yield make
+    for cli in made:
+        cli.kill_all()
+
+
 def _register(cli: Cli, *names: str) -> None:
     for name in names:
         code, out = cli.run("corpus", "add", name, str(demo_export_path()))
         assert code == 0, out
 
 
-def test_kill_9_during_llm_extraction_never_hangs_the_next_runs(home, chat_server):
+def test_kill_9_during_llm_extraction_never_hangs_the_next_runs(cli_for, chat_server):
     """Two runs killed with SIGKILL while their extraction holds both `llm` slots (the issue's scenario):
     the next run of another corpus and of a killed corpus both complete, and say what was freed."""
     slow = {"on": True}
     chat_server.rules.append((lambda req: slow["on"], lambda req: Reply(delay_s=300)))
-    cli = Cli(home, chat_server.url)
+    cli = cli_for()
     _register(cli, "a", "b", "c")
     killed = [cli.start("materialize", name, "--select", SELECT, llm=True) for name in ("a", "b")]
     cli.wait_for_slots(2)
@@ -152,9 +175,9 @@ def test_kill_9_during_llm_extraction_never_hangs_the_next_runs(home, chat_serve
         assert inst.event_log_storage.get_concurrency_info("llm").claimed_slots == []
 
 
-def test_a_wait_for_a_slot_is_said_and_sigint_sigterm_end_the_command(home, chat_server):
+def test_a_wait_for_a_slot_is_said_and_sigint_sigterm_end_the_command(cli_for, chat_server):
     chat_server.rules.append((lambda req: True, lambda req: Reply(delay_s=300)))
-    cli = Cli(home, chat_server.url, pool_limit=1)
+    cli = cli_for(pool_limit=1)
     _register(cli, "a", "b")
     holder = cli.start("materialize", "a", "--select", SELECT, llm=True)
     cli.wait_for_slots(1)
@@ -196,10 +219,15 @@ def test_a_wait_for_the_corpus_lock_is_said(home):
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout.readline().strip() == "locked"
-    said: list[str] = []
-    waited = wait_for_corpus_lock(store, said.append, poll_s=0.1)
-    holder.wait(timeout=30)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        said: list[str] = []
+        waited = wait_for_corpus_lock(store, said.append, poll_s=0.1)
+        holder.wait(timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
     assert 1.0 < waited < 10
     assert said[0].startswith(f"  … waiting for corpus notes's write lock, held by pid {holder.pid} on ")
     assert "write lock is free after" in said[-1]
@@ -247,3 +275,86 @@ def test_a_failed_error_check_fails_the_command_with_one_line(home, chat_server,
     assert out.exit_code == 1, out.output
     assert "failed: ERROR check(s) reaction_schema_validity on user_reactions" in out.output
     assert "done in" not in out.output
+
+
+def test_a_step_running_while_another_process_holds_the_corpus_lock_says_so(home, instance, monkeypatch):
+    """Replay a real run's STEP_START into `RunWaits` while another process holds the corpus's lock."""
+    import memory_assets.run_health as run_health
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
+
+    runner = CorpusRunner(home, instance)
+    runner.register(plan_corpora("notes", demo_export_path()))
+    run = runner.materialize("notes", ["messages"])
+    start = next(
+        r.event_log_entry
+        for r in instance.get_records_for_run(run.run_id).records
+        if r.event_log_entry.dagster_event
+        and r.event_log_entry.dagster_event.event_type_value == "STEP_START"
+    )
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from memory_core.store.db import MemoryHome; "
+            "s = MemoryHome.resolve(sys.argv[1]).corpus('notes')\n"
+            "with s.write_lock():\n    print('locked', flush=True); time.sleep(30)",
+            str(home.root),
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setattr(run_health, "REPORT_EVERY_S", 0.0)
+        said: list[str] = []
+        waits = run_health.RunWaits(instance, said.append, home.corpus("notes"))
+        waits.on_event(start)
+        waits.tick()
+        assert said == [
+            f"  … messages running 0s while corpus notes's write lock is held by pid {holder.pid} on "
+            f"{ProcessIdentity.current().host} (another process): it waits for it"
+        ]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_untagged_run_is_judged_by_the_pids_of_its_events(home):
+    """A run launched elsewhere (the UI, the daemon) carries no process tags: the pids of its own events
+    tell. Here a plain Dagster job whose op holds an `llm` slot, its worker killed with SIGKILL."""
+    from memory_assets.instance import template
+
+    dagster_home = Path(os.environ["DAGSTER_HOME"])
+    (dagster_home / "dagster.yaml").write_text(template("dagster.yaml").read_text(encoding="utf-8"))
+    script = (
+        "import sys, time, dagster as dg\n"
+        "@dg.op(pool='llm')\n"
+        "def slow(context):\n"
+        "    print('holding', flush=True); time.sleep(120)\n"
+        "@dg.job\n"
+        "def ui_job():\n"
+        "    slow()\n"
+        "ui_job.execute_in_process(instance=dg.DagsterInstance.from_config(sys.argv[1]), tags={'dagster/partition': 'ui'})\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script, str(dagster_home)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert worker.stdout.readline().strip() == "holding"
+    finally:
+        worker.kill()
+        worker.wait()
+    with dg.DagsterInstance.from_config(str(dagster_home)) as inst:
+        (record,) = inst.get_run_records()
+        assert (
+            record.dagster_run.status == dg.DagsterRunStatus.STARTED
+            and PID_TAG not in record.dagster_run.tags
+        )
+        assert run_alive(inst, record) is False
+        run_id = record.dagster_run.run_id
+        assert [(r.run_id, r.corpus, r.slots) for r in reap_dead_runs(inst)] == [(run_id, "ui", {"llm": 1})]
+        assert inst.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
+        assert inst.event_log_storage.get_concurrency_info("llm").claimed_slots == []

@@ -264,22 +264,24 @@ class CorpusStore:
     @contextlib.contextmanager
     def write_lock(self, timeout_s: float = 0.0) -> Iterator[None]:
         """One writer per corpus: an exclusive advisory lock on a file in the corpus folder. The holder
-        writes who it is into the file (`lock_holder` reads it); the kernel releases the lock when the
-        holder dies, however it dies."""
+        writes who it is into the file and clears it on release (`lock_holder` reads it); the kernel
+        releases the lock when the holder dies, however it dies."""
         lock_path = self.path(".write.lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + timeout_s
+        locked = False
         try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = True
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
                         holder = self.lock_holder()
                         raise CorpusLockedError(
                             f"corpus {self.name!r} is being written by another run"
-                            f"{f' ({holder})' if holder else ''} (lock {lock_path})"
+                            f"{f' (pid {holder.pid} on {holder.host})' if holder else ''} (lock {lock_path})"
                         ) from None
                     time.sleep(0.2)
             with contextlib.suppress(OSError):
@@ -288,25 +290,28 @@ class CorpusStore:
             yield
         finally:
             with contextlib.suppress(OSError):
+                if locked:
+                    os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
-    def lock_holder(self) -> str | None:
-        """Who holds the corpus's write lock ("pid 4242 on host"), or None when nobody does. Creates
-        nothing."""
+    def lock_holder(self) -> ProcessIdentity | None:
+        """The process holding the corpus's write lock, or None when nobody does. Reads the name the holder
+        wrote, without taking the lock (a probe could make a writer that does not wait fail); only when
+        that process is gone is the lock itself tried (a child may have inherited it). Creates nothing."""
         try:
-            fd = os.open(self.lock_path, os.O_RDONLY)
-        except OSError:
+            with open(self.lock_path, "rb") as fp:
+                who = ProcessIdentity.from_dict(json.loads(fp.read(4096) or b"null"))
+        except (OSError, ValueError):
             return None
+        if who is None or who.alive() is not False:
+            return who
+        fd = os.open(self.lock_path, os.O_RDONLY)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                try:
-                    who = ProcessIdentity.from_dict(json.loads(os.pread(fd, 4096, 0) or b"null"))
-                except ValueError:
-                    who = None
-                return f"pid {who.pid} on {who.host}" if who else "another process"
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return who  # its lock lives on in a process that inherited it
+        else:
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
         finally:
