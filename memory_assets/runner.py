@@ -6,12 +6,14 @@ corpora, the benchmarks and the tests:
     runner = CorpusRunner(home, memory_instance(home))            # or any instance, e.g. dg.instance_for_test()
     runner.register(plan_corpora("notes", "export.json"))         # registry rows + dynamic partitions
     run = runner.materialize("notes", progress=sys.stderr)         # every stage; or selection=["messages"]
-    run.success, run.run_id, run.seconds, run.step_seconds()
+    run.success, run.passed, run.run_id, run.seconds, run.step_seconds()
 
 The storage resource is always bound to the runner's memory home; `resources` override the code location's
 other defaults (a hashing embedder in tests, a fixed LLM in an eval). With `progress`, one line per finished
 step (and per failed check) is printed from the run's event log, which replaces Dagster's console log; the
-run's full logs stay in the instance.
+run's full logs stay in the instance. Run health (`run_health`): before a run, runs whose process is gone
+are marked failed and their pool slots freed; a wait for a pool slot or the corpus lock is said with whom
+and how long; SIGINT/SIGTERM cancel the run and end the process.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from typing import Any, TextIO
 
 import dagster as dg
 
+from memory_assets.run_health import (
+    RunWaits,
+    cancel_run,
+    describe_reaped,
+    process_tags,
+    reap_dead_runs,
+    run_interruptibly,
+    wait_for_corpus_lock,
+)
 from memory_core.corpora import CorpusSource, register, registered_source
 from memory_core.errors import InputError
 from memory_core.store.db import MemoryHome
@@ -60,6 +71,20 @@ class CorpusRun:
     @property
     def run_id(self) -> str:
         return self.result.run_id
+
+    def failed_checks(self, severity: str = "ERROR") -> list[str]:
+        """Checks of the run that failed with `severity`, as "check on asset" (a non-blocking ERROR check
+        does not fail the Dagster run; the command fails on it all the same)."""
+        return sorted(
+            f"{e.check_name} on {e.asset_key.to_user_string()}"
+            for e in self.result.get_asset_check_evaluations()
+            if not e.passed and e.severity.value == severity
+        )
+
+    @property
+    def passed(self) -> bool:
+        """The run succeeded and no ERROR-severity check failed."""
+        return self.success and not self.failed_checks()
 
     def step_seconds(self) -> dict[str, float]:
         """Wall seconds per step (asset) of the run, from its event log."""
@@ -131,13 +156,19 @@ class CorpusRunner:
         registered_source(self.home, corpus)  # a clear error when the corpus is not registered
         wanted = self._selection(selection)
         self.add_partition(corpus)
+        say = _sayer(progress)
+        reaped = reap_dead_runs(self.instance)  # a killed run's slots would block this one forever
+        if reaped:
+            say(describe_reaped(reaped))
+        wait_for_corpus_lock(self.home.corpus(corpus, readonly=True), say)
         tag = uuid.uuid4().hex
-        follower = _Progress(self.instance, tag, progress) if progress is not None else None
-        if follower:
-            follower.start()
+        store = self.home.corpus(corpus, readonly=True)
+        follower = _Progress(self.instance, tag, progress, RunWaits(self.instance, say, store))
+        follower.start()
         started = time.perf_counter()
-        try:
-            result = dg.materialize(
+
+        def run() -> dg.ExecuteInProcessResult:
+            return dg.materialize(
                 assets=[*self.defs.assets, *(self.defs.asset_checks or [])],
                 selection=wanted,
                 instance=self.instance,
@@ -145,12 +176,16 @@ class CorpusRunner:
                 resources=self.resources,
                 run_config={"loggers": _QUIET_CONSOLE, **({"ops": dict(ops)} if ops else {})},
                 raise_on_error=False,
-                tags={_TAG: tag},
+                tags={_TAG: tag, **process_tags()},
+            )
+
+        try:
+            result = run_interruptibly(
+                run, lambda signum: cancel_run(self.instance, _run_id(self.instance, tag), signum, progress)
             )
         finally:
-            if follower:
-                follower.stop.set()
-                follower.join(timeout=10)
+            follower.stop.set()
+            follower.join(timeout=10)
         return CorpusRun(corpus, result, time.perf_counter() - started, self.instance)
 
     def _selection(self, selection: Sequence[str] | None) -> dg.AssetSelection:
@@ -165,14 +200,28 @@ class CorpusRunner:
         return dg.AssetSelection.assets(*wanted)
 
 
-class _Progress(threading.Thread):
-    """Prints one line per step of a run by following its event log."""
+def _sayer(stream: TextIO | None):
+    def say(line: str) -> None:
+        if stream is not None:
+            print(line, file=stream, flush=True)
 
-    def __init__(self, instance: dg.DagsterInstance, tag_value: str, stream: TextIO):
+    return say
+
+
+def _run_id(instance: dg.DagsterInstance, tag_value: str) -> str | None:
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={_TAG: tag_value}), limit=1)
+    return runs[0].run_id if runs else None
+
+
+class _Progress(threading.Thread):
+    """Follows a run's event log: one line per step (when there is a stream), and its pool waits."""
+
+    def __init__(self, instance: dg.DagsterInstance, tag_value: str, stream: TextIO | None, waits: RunWaits):
         super().__init__(daemon=True)
         self.instance = instance
         self.tag_value = tag_value
         self.stream = stream
+        self.waits = waits
         self.stop = threading.Event()
         self.started: dict[str, float] = {}
 
@@ -181,15 +230,17 @@ class _Progress(threading.Thread):
         while True:
             finished = self.stop.is_set()
             if run_id is None:
-                runs = self.instance.get_runs(filters=dg.RunsFilter(tags={_TAG: self.tag_value}), limit=1)
-                run_id = runs[0].run_id if runs else None
+                run_id = self.waits.run_id = _run_id(self.instance, self.tag_value)
             if run_id is not None:
                 conn = self.instance.get_records_for_run(run_id, cursor=cursor)
                 cursor = conn.cursor
                 for record in conn.records:
-                    line = self._line(record.event_log_entry)
+                    self.waits.on_event(record.event_log_entry)
+                    line = self._line(record.event_log_entry) if self.stream is not None else None
                     if line:
                         print(line, file=self.stream, flush=True)
+                if not finished:
+                    self.waits.tick()
             if finished:
                 return
             self.stop.wait(0.3)

@@ -12,6 +12,7 @@ import warnings
 import click
 
 from memory_cli.eval_cmd import eval_group
+from memory_cli.reactions_cmd import reactions_group
 from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
@@ -143,7 +144,7 @@ def _runner(home: MemoryHome):
 
 
 def _materialize(home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False) -> bool:
-    return _run_assets(home, name, selection, quiet).success
+    return _run_assets(home, name, selection, quiet).passed
 
 
 def _run_assets(
@@ -153,7 +154,10 @@ def _run_assets(
     runner = _runner(home)
     click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
     run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr)
-    if run.success:
+    failed_checks = run.failed_checks("ERROR") if run.success else []
+    if failed_checks:  # a non-blocking ERROR check does not fail the Dagster run; it fails the command
+        click.echo(f"failed: ERROR check(s) {', '.join(failed_checks)} (run {run.run_id})", err=True)
+    elif run.success:
         click.echo(f"done in {run.seconds:.1f}s (run {run.run_id})", err=True)
     else:
         click.echo(
@@ -238,7 +242,7 @@ def gardener_apply(ctx, name, dry_run, proposal_ids, categories, chooser, max_ac
         "max_actions": max_actions,
     }
     result = _run_assets(home, name, ["gardener_actions"], quiet, {"gardener_actions": {"config": config}})
-    if not result.success:
+    if not result.passed:
         sys.exit(1)
     path = home.corpus(name).path(*REPORT_DIR, f"{result.run_id}.json")
     body = json.loads(path.read_text(encoding="utf-8"))
@@ -332,32 +336,6 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
             f"{r['gardener_action_id']}  {r['action']:<16} {r['status']:<11} cites {len(r['cited_message_ids'])} "
             f"{r['rationale'][:110]}"
         )
-
-
-# ------------------------------------------------------------------------------------------------ reactions
-@cli.group()
-def reactions() -> None:
-    """The reflective store (user reactions): retention and purge."""
-
-
-@reactions.command("purge")
-@click.argument("name")
-@click.option("--expired-only", is_flag=True, help="only reactions past their retention (expires_at)")
-@click.option("--yes", is_flag=True, help="do not ask for confirmation")
-@click.pass_context
-def reactions_purge(ctx, name, expired_only, yes) -> None:
-    """Delete corpus NAME's user reactions (all of them, or only the expired ones)."""
-    from memory_core.corpora import registered_source
-    from memory_core.extraction.reflective import purge_expired_reactions, purge_reactions, reaction_count
-
-    home = _home(ctx)
-    registered_source(home, name)
-    store = home.corpus(name)
-    if not expired_only and not yes:
-        click.confirm(f"delete all {reaction_count(store)} reactions of {name}?", abort=True)
-    with store.write_lock(timeout_s=30):
-        removed = purge_expired_reactions(store) if expired_only else purge_reactions(store)
-    click.echo(f"purged {removed} reactions of {name}; {reaction_count(store)} left")
 
 
 @cli.command()
@@ -484,6 +462,7 @@ def demo(ctx, name) -> None:
 
 
 cli.add_command(eval_group)
+cli.add_command(reactions_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -18,7 +18,8 @@ MAX_OPEN_READERS = 16  # corpora a pool keeps loaded; past it the least recently
 def open_store(corpus: str | CorpusStore, home: MemoryHome | str | None = None) -> CorpusStore:
     if isinstance(corpus, CorpusStore):
         return corpus
-    return (home if isinstance(home, MemoryHome) else MemoryHome.resolve(home)).corpus(corpus)
+    # a read path never creates a store: an unknown or unbuilt name reads as an empty memory
+    return (home if isinstance(home, MemoryHome) else MemoryHome.resolve(home)).corpus(corpus, readonly=True)
 
 
 class ReaderPool:

@@ -202,9 +202,11 @@ def test_retention_and_purge(home, instance, tmp_path):
     store = home.corpus("moods")
     assert _rows(store, user_reactions, user_reactions.c.reaction_id)[0]["expires_at"] is not None
     out = CliRunner().invoke(cli, ["--home", str(home.root), "reactions", "purge", "moods", "--expired-only"])
-    assert out.exit_code == 0 and "purged 0 reactions" in out.output
+    assert out.exit_code == 0 and "purged 0 reactions of moods (expired)" in out.output
+    assert "left: reflective_store 1," in out.output  # not expired yet
     out = CliRunner().invoke(cli, ["--home", str(home.root), "reactions", "purge", "moods", "--yes"])
-    assert out.exit_code == 0 and "purged 1 reactions of moods; 0 left" in out.output
+    assert out.exit_code == 0 and "purged 1 reactions of moods (all)" in out.output
+    assert "left: reflective_store 0, llm_cache 0, residuals 0, graph 0" in out.output
     # a purge sticks: finished conversations are not re-extracted
     assert extract_corpus(store, OfflineTeacher()).reactions_written == 0
     assert _rows(store, user_reactions, user_reactions.c.reaction_id) == []
@@ -252,14 +254,12 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
     result = _run(instance, home, "trip", EXTRACT, _llm(chat_server), {"parallel_calls": 2})
     assert result.success
     checks = _checks(result)
-    assert (
-        checks["mention_spans_verbatim"]
-        and checks["every_segment_extracted"]
-        and checks["reaction_schema_validity"]
-    )
+    assert checks["mention_spans_verbatim"] and checks["reaction_schema_validity"]
+    assert checks["every_segment_extracted"] is False  # WARN: the invalid answer's segment is pending
     meta = _meta(result, "mentions")
     assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v2"
-    assert meta["segments_extracted"] == 4 and meta["segments_failed"] == 2 and meta["segments_pending"] == 0
+    # the refusal is final; the invalid answer (chance, not a verdict) is retried by the next run
+    assert meta["segments_extracted"] == 4 and meta["segments_failed"] == 1 and meta["segments_pending"] == 1
     assert meta["llm_calls"] == 6 and meta["llm_cache_hits"] == 0
     # 6 calls: one extra HTTP attempt for the 429 and one for the invalid answer's feedback retry
     assert meta["llm_attempts"] == 8 == len(chat_server.requests)
@@ -274,12 +274,8 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
     with store.staging.connect() as conn:
         n_segments = conn.execute(select(func.count()).select_from(segments)).scalar_one()
         reasons = {r.reason_code: r.reason for r in conn.execute(select(residuals))}
-        done = conn.execute(
-            select(func.count())
-            .select_from(segment_extractions)
-            .where(segment_extractions.c.status == "done")
-        ).scalar_one()
-    assert n_segments == 6 == done  # nothing lost: every segment answered or recorded with a reason
+        status = collections.Counter(r.status for r in conn.execute(select(segment_extractions.c.status)))
+    assert n_segments == 6 and status == {"done": 5, "pending": 1}  # every segment answered or pending
     assert "not valid JSON" in reasons["teacher_invalid"] and "won't" in reasons["teacher_refused"]
     found = _rows(store, mentions, mentions.c.mention_id)
     # the server's answer: one entity per person message quoting its first three words
@@ -289,12 +285,13 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
     reactions = _rows(store, user_reactions, user_reactions.c.reaction_id)
     assert [(r["state"], r["evidence_text"]) for r in reactions] == [("Frustration", "frustrated")]
 
-    # a second materialisation of the same partition makes zero LLM calls and changes nothing
+    # a second materialisation asks again only for the invalid answer (never cached) and changes nothing
     requests_before = len(chat_server.requests)
     again = _run(instance, home, "trip", EXTRACT, _llm(chat_server))
-    assert again.success and _meta(again, "mentions")["llm_calls"] == 0
-    assert len(chat_server.requests) == requests_before
-    assert len(_rows(store, llm_calls, llm_calls.c.call_id)) == 6
+    assert again.success and _meta(again, "mentions")["llm_calls"] == 1
+    assert len(chat_server.requests) == requests_before + 2  # the call and its feedback retry
+    assert "Osaka" in chat_server.user_text(chat_server.requests[-1])
+    assert len(_rows(store, llm_calls, llm_calls.c.call_id)) == 7
     assert _rows(store, mentions, mentions.c.mention_id) == found
     assert _rows(store, user_reactions, user_reactions.c.reaction_id) == reactions
 

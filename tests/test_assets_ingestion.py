@@ -37,7 +37,8 @@ def test_materialize_partition_with_checks(home, instance, tmp_path):
     result = _materialize(instance, home, "trips")
     assert result.success
     meta = result.asset_materializations_for_node("messages")[0].metadata
-    assert meta["records_in"].value == 12 and meta["stored"].value == 10 and meta["dead_lettered"].value == 2
+    assert meta["records_in"].value == meta["records_counted"].value == 12 and meta["stored"].value == 10
+    assert meta["dead_lettered"].value == 0 and meta["structural"].value == 2  # hidden system nodes
     evaluations = result.get_asset_check_evaluations()
     assert {e.check_name for e in evaluations} == {
         "no_null_timestamps",

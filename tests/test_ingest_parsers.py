@@ -29,8 +29,9 @@ def test_chatgpt_keeps_every_branch_and_active_order(home, tmp_path):
     assert by_ref["a2"]["attributes"]["on_active_branch"] is True
     assert by_ref["u2b"]["parent_id"] == by_ref["a1"]["message_id"]
     assert by_ref["u1"]["parent_id"] is None  # the hidden system node is not stored
-    assert report.records_in == 6 and report.stored == 5 and report.dead_lettered == 1
-    assert report.dead_letter_reasons == {"hidden_system": 1}
+    assert report.records_in == 6 and report.stored == 5 and report.dead_lettered == 0
+    assert report.structural == 1 and report.records_counted == 6  # the hidden system node is structure
+    assert report.dead_letter_reasons == {}
     assert all(m["time_derived"] is False for m in msgs)
 
 
@@ -113,7 +114,7 @@ def test_reingest_is_idempotent_and_changes_keep_history(home, tmp_path):
     again = ingest_file(store, path, "chatgpt")
     assert again.inserted == 0 and again.unchanged == first.stored and again.conversations_unchanged == 1
     assert rows(store, messages, messages.c.message_id) == before
-    assert len(rows(store, dead_letters, dead_letters.c.dead_letter_id)) == 1  # not duplicated
+    assert rows(store, dead_letters, dead_letters.c.dead_letter_id) == []  # structure is not a dead letter
     conv = chatgpt_conversation()
     conv["mapping"]["a2"]["message"]["content"]["parts"] = ["Here are four ryokans near Gion."]
     changed = ingest_file(store, write_json(path, [conv]), "chatgpt")
@@ -177,15 +178,15 @@ def test_bad_records_are_dead_lettered_with_reasons(home, tmp_path):
     path = write_json(tmp_path / "d.json", [conv, broken, chatgpt_conversation("c1")])
     report = ingest_file(store, path, "chatgpt", max_message_chars=10_000_000)
     assert report.dead_letter_reasons == {
-        "hidden_system": 1,
         "cycle": 2,
         "unknown_role": 1,
         "empty_text": 1,
         "too_large": 1,
         "bad_shape": 1,
-        "duplicate_id": 6,  # the second conversation 'c1' (6 records, its hidden system node included)
+        "duplicate_id": 5,  # the second conversation 'c1': 5 messages (its hidden system node is structure)
     }
-    assert report.records_in == report.stored + report.dead_lettered
+    assert report.structural == 2
+    assert report.records_in == report.records_counted == report.stored + report.dead_lettered + 2
     by_ref = {r["source_ref"]: r for r in rows(store, messages, messages.c.position)}
     assert (
         by_ref["orphan"]["parent_id"] is None and by_ref["orphan"]["attributes"]["missing_parent"] == "ghost"
@@ -213,7 +214,7 @@ def test_invalid_utf8_is_a_record_problem_not_a_file_problem(home, tmp_path):
     path2 = tmp_path / "u.json"
     path2.write_bytes(conv)
     report2 = ingest_file(home.corpus("u2"), path2, "chatgpt")
-    assert report2.dead_letter_reasons == {"hidden_system": 1, "invalid_utf8": 1}
+    assert report2.dead_letter_reasons == {"invalid_utf8": 1} and report2.structural == 1
     assert report2.stored == 3
 
 
@@ -235,7 +236,7 @@ def test_jsonl_duplicates_unknown_roles_and_untimed_conversations(home, tmp_path
         "bad_shape": 1,
     }
     assert report.stored == 4  # m1 m2 m3 m10 (m10's time derived from m2)
-    assert report.records_in == report.stored + report.dead_lettered
+    assert report.records_in == report.records_counted == report.stored + report.dead_lettered
 
 
 def test_unknown_format_and_missing_file(home, tmp_path):
@@ -285,8 +286,8 @@ def test_messages_report_and_ingestion_contracts(home, tmp_path):
     report = ingest_source(store, CorpusSource("c", "chatgpt", str(path)), DEFAULT_MAX_MESSAGE_CHARS)
     meta = report.as_metadata()
     assert json.loads(json.dumps(meta)) == meta  # plain JSON-able values
-    assert meta["records_in"] == 12 and meta["stored"] == 10 and meta["messages_total"] == 10
-    assert meta["dead_letter_reasons"] == [{"reason": "hidden_system", "count": 2}]
+    assert meta["records_in"] == meta["records_counted"] == 12 and meta["stored"] == 10
+    assert meta["messages_total"] == 10 and meta["structural"] == 2 and meta["dead_letter_reasons"] == []
     assert meta["source_path"] == str(path) and meta["conversations_new"] == 2
     segmented = build_segments(store, token_cap=64)
     assert segmented.as_metadata()["token_cap"] == 64 and segmented.as_metadata()["segments"] > 0
@@ -297,7 +298,14 @@ def test_messages_report_and_ingestion_contracts(home, tmp_path):
         segments_trace_to_messages,
     )
     assert all(contract(store).passed for contract in contracts_of_stage)
-    assert contracts.input_accounting(store).figures == {"records_in": 12, "stored": 10, "dead_lettered": 2}
+    assert contracts.input_accounting(store).figures == {
+        "records_counted": 12,
+        "records_in": 12,
+        "stored": 10,
+        "dead_lettered": 0,
+        "structural": 2,
+        "unaccounted": 0,
+    }
 
     # a message edited behind the loader's back: its parent dangles and its segment no longer quotes it
     raw = store.source.raw_connection()

@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import Field
 
-from memory_core.llm.base import LLMConfigurationError, StructuredRequest
+from memory_core.llm.base import LLMConfigurationError, StructuredRequest, StructuredResult
 from memory_core.llm.cache import CachedLLMClient, ResponseCache
 from memory_core.llm.openai_client import OpenAICompatibleClient
 from memory_core.llm.prices import PriceTable
@@ -158,6 +158,19 @@ def test_other_bad_request_is_a_final_error(chat_server):
     assert result.outcome == "error" and not result.transient and "context length" in result.error
 
 
+def test_errors_mask_the_key_where_it_appears_whole_and_never_parts_of_words(chat_server):
+    from memory_core.llm.scrub import scrub
+
+    chat_server.queue = [status(400, message=f"Extra data: bad key {KEY}; Bearer {KEY}.")]
+    result = client(chat_server).structured(request())
+    assert result.error == "bad request (HTTP 400): Extra data: bad key ***; Bearer ***."
+    # a "key" too short to be one is never looked for: the issue's "Extra" → "E***tra"
+    chat_server.queue = [status(400, message="Extra data in the answer")]
+    assert "Extra data in the answer" in client(chat_server, api_key="x").structured(request()).error
+    assert scrub("passwords and password", "password") == "passwords and ***"
+    assert scrub("token=sk-test-secret-0123456789&x", KEY) == "token=***&x"
+
+
 def test_non_strict_model_is_never_sent(chat_server):
     class Loose(StrictBase):
         note: str = Field(default="")
@@ -190,13 +203,23 @@ def test_cache_hit_costs_nothing_and_transient_failures_are_not_cached(chat_serv
     assert cached.structured(request(SEGMENT.replace("Kyoto", "Osaka"))).cache_hit is False
 
 
-def test_invalid_answers_are_cached_so_a_rerun_does_not_pay_again(chat_server, tmp_path):
-    cached = CachedLLMClient(client(chat_server), ResponseCache.in_dir(tmp_path))
-    chat_server.queue = [ok("nope"), ok("still nope")]
+def test_only_valid_answers_are_cached_an_invalid_one_is_asked_again(chat_server, tmp_path):
+    """Two schema violations in a row can be chance: caching them would make one bad draw permanent."""
+    cache = ResponseCache.in_dir(tmp_path)
+    cached = CachedLLMClient(client(chat_server), cache)
+    chat_server.queue = [ok("nope"), ok("still nope"), refusal("no")]
     first = cached.structured(request())
-    again = cached.structured(request())
-    assert first.outcome == again.outcome == "invalid" and again.cache_hit and again.error == first.error
-    assert len(chat_server.requests) == 2
+    assert first.outcome == "invalid" and cache.count() == 0
+    refused = cached.structured(request())
+    assert refused.outcome == "refused" and not refused.cache_hit and cache.count() == 0
+    again = cached.structured(request())  # the scripted server now answers validly
+    assert again.outcome == "ok" and not again.cache_hit and cache.count() == 1
+    assert cached.structured(request()).cache_hit and len(chat_server.requests) == 4
+    # an invalid answer an older version cached is a miss, not a verdict
+    stale = StructuredResult(model="gpt-4o-mini", outcome="invalid", parsed=None, raw="nope", error="bad")
+    stale.cache_key = request("stale input").cache_key("gpt-4o-mini")
+    cache.put(stale)
+    assert cached.structured(request("stale input")).outcome == "ok" and len(chat_server.requests) == 5
 
 
 def test_gold_scorer_runs_the_llm_teacher_through_the_same_path(chat_server, tmp_path):

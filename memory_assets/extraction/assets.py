@@ -64,4 +64,4 @@ def extraction(
         report, asset_key="mentions", tables={"rejected_reasons": Table(), "residual_reasons": Table()}
     )
     reactions = UserReactionsReport(report, reaction_quality(store))
-    yield materialize_result(reactions, asset_key="user_reactions", tables={"by_state": Table()})
+    yield materialize_result(reactions, asset_key="user_reactions")

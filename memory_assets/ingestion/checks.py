@@ -20,7 +20,11 @@ def no_dangling_parents(context: dg.AssetCheckExecutionContext, storage: MemoryS
     return contracts.no_dangling_parents(corpus_store(context, storage))
 
 
-@corpus_check(messages, blocking=True, description="records in = stored + dead-lettered (last ingested file)")
+@corpus_check(
+    messages,
+    blocking=True,
+    description="records in (counted apart from the parser) = stored + dead-lettered + structural (last file)",
+)
 def input_accounting(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
     return contracts.input_accounting(corpus_store(context, storage))
 

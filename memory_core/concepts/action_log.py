@@ -56,6 +56,26 @@ class ActionRecord:
     run_id: str
     recorded_at: datetime
 
+    @classmethod
+    def whole_row(
+        cls,
+        action: str,
+        actor: str,
+        concept_id: str,
+        prior_state: dict | None,
+        new_state: dict | None,
+        rationale: str,
+        cited_message_ids: list[str],
+        run_id: str,
+        recorded_at: datetime,
+        scores: dict | None = None,
+    ) -> ActionRecord:
+        """A row of an action on a whole concept (no mention): the concept's rows before and after."""
+        return cls(
+            action, actor, concept_id, None, scores or {}, rationale, cited_message_ids, prior_state,
+            new_state, run_id, recorded_at,
+        )  # fmt: skip
+
     def row(self) -> dict:
         return {
             "action": self.action,

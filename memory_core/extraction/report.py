@@ -95,6 +95,10 @@ class ExtractionReport:
             + self.stats["spans_trimmed"]
             + self.stats["spans_normalised"],
             "mentions_written": self.mentions_written,
+            # a person's feelings phrased as concepts stay out of the concept layer (extraction.reflective)
+            "reflective_mentions_withheld": self.stats["reflective_mentions_withheld"],
+            # one current extraction per segment: another teacher's mentions replaced (extraction.current)
+            "mentions_superseded": self.stats["mentions_retired"],
             "seconds": round(self.seconds, 3),
         }
 
@@ -117,5 +121,8 @@ class UserReactionsReport:
             "schema_validity": q.schema_validity,
             "share_not_other": q.share_not_other,
             "null_timestamp_rate": q.null_timestamp_rate,
-            "by_state": [{"state": k, "count": v} for k, v in q.by_state.items()],
+            # how many states, never which: Dagster's storage has no retention and no purge, so metadata
+            # never names a person's states
+            "states_seen": len(q.by_state),
+            "reactions_on_purged_messages": self.extraction.stats["reactions_on_purged_messages"],
         }

@@ -8,8 +8,13 @@
   soon as it returns; the conversation's mentions, residuals, segment rows and progress are then written in
   one staging transaction (reactions just before, in the reflective store, by deterministic id). A run
   killed at any point resumes from the cache: no repeated LLM calls, no duplicates, nothing lost.
-- A transient LLM failure (429/5xx/timeouts after retries) leaves the segment `pending` with a residual
-  saying why; the next run retries it. Final failures (invalid after feedback, refusals) are residuals too.
+- One current extraction per segment: a segment answered by this teacher stops holding another teacher's
+  mentions, reactions and evidence (`current.py`). Reflective mentions (a person's feelings) never enter
+  the concept layer, and no reaction is written on a message whose reactions were purged
+  (`reflective.py`).
+- A transient LLM failure (429/5xx/timeouts after retries) or an invalid answer (two schema violations in
+  a row: chance, not a verdict) leaves the segment `pending` with a residual saying why; the next run
+  retries it (invalid answers are not cached). Refusals are final, a residual too.
 """
 
 from __future__ import annotations
@@ -23,9 +28,15 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, insert, select
 
+from memory_core.extraction.current import supersede_other_extractions
 from memory_core.extraction.mapper import STAGE as RESIDUAL_STAGE
 from memory_core.extraction.mapper import MappedSegment, map_extraction
-from memory_core.extraction.reflective import purge_expired_reactions
+from memory_core.extraction.reflective import (
+    drop_tombstoned,
+    purge_expired_reactions,
+    tombstoned,
+    withhold_reflective,
+)
 from memory_core.extraction.report import ExtractionReport
 from memory_core.extraction.teacher import (
     MessageView,
@@ -195,13 +206,14 @@ def extract_corpus(
         else:
             todo.append((conv_id, sha))
     pool = ThreadPoolExecutor(max_workers=parallel) if teacher.uses_llm and parallel > 1 else None
+    purged = tombstoned(store) if todo else set()
     try:
         for n, (conv_id, sha) in enumerate(todo, start=1):
             row = meta.get(conv_id)
             attrs = (row.attributes or {}) if row is not None else {}
             speakers = tuple(s for s in attrs.get("speakers") or () if isinstance(s, str))
             conv = _Conversation(store, conv_id, row.source_format if row is not None else "", speakers)
-            _process(store, teacher, conv, sha, report, pool, retention_days)
+            _process(store, teacher, conv, sha, report, pool, retention_days, purged)
             if log and (n % 50 == 0 or n == len(todo)):
                 log(
                     f"extraction: {n}/{len(todo)} conversations, {report.mentions_written} mentions, {report.calls} LLM calls"
@@ -215,7 +227,7 @@ def extract_corpus(
 
 
 def _process(
-    store, teacher, conv: _Conversation, sha: str, report: ExtractionReport, pool, retention_days
+    store, teacher, conv: _Conversation, sha: str, report: ExtractionReport, pool, retention_days, purged
 ) -> None:
     seg_ids = {s["segment_id"] for s in conv.segments}
     with store.staging.connect() as stg:
@@ -278,8 +290,9 @@ def _process(
             stats["reactions_schema_valid"] += valid
             code = "llm_unavailable" if result.transient else f"teacher_{result.outcome}"
             residual_rows += _failure(segment, code, result, now).residuals
-            status, reason = ("pending" if result.transient else "done"), result.error
-            if result.transient:
+            retry = result.transient or result.outcome == "invalid"
+            status, reason = ("pending" if retry else "done"), result.error
+            if retry:
                 pending += 1
                 report.segments_pending += 1
             else:
@@ -297,12 +310,16 @@ def _process(
                 extracted_at=now,
             )
         )
+    mention_rows, withheld = withhold_reflective(mention_rows)
+    reaction_rows, on_purged = drop_tombstoned(reaction_rows, purged)
+    report.stats["reflective_mentions_withheld"] += withheld
+    report.stats["reactions_on_purged_messages"] += on_purged
     for r in residual_rows:
         report.residual_reasons[r["reason_code"]] += 1
     if retention_days is not None:
         for r in reaction_rows:
             r["expires_at"] = now + timedelta(days=retention_days)
-    _write(
+    superseded = _write(
         store,
         conv.id,
         sha,
@@ -315,6 +332,7 @@ def _process(
         pending,
         now,
     )
+    report.stats.update(superseded)
     report.mentions_written += len(mention_rows)
     report.reactions_written += len(reaction_rows)
     report.conversations_processed += 1
@@ -345,18 +363,21 @@ def _failure(segment: SegmentInput, code: str, result: TeacherResult, now: datet
 
 def _write(
     store, conv_id, sha, extractor, need, mention_rows, reaction_rows, residual_rows, seg_rows, pending, now
-) -> None:
+) -> dict[str, int]:
     need = list(need)
+    answered = {r["segment_id"] for r in seg_rows if r["status"] == "done"}
     with store.reflective.begin() as ref:
-        if need:
+        if need:  # this teacher's earlier reactions, and any teacher's on the segments it has answered
             ref.execute(
                 delete(user_reactions).where(
-                    user_reactions.c.segment_id.in_(need), user_reactions.c.extractor == extractor
+                    user_reactions.c.segment_id.in_(need),
+                    (user_reactions.c.extractor == extractor) | user_reactions.c.segment_id.in_(answered),
                 )
             )
         if reaction_rows:
             ref.execute(insert(user_reactions), reaction_rows)
     with store.staging.begin() as stg:
+        superseded = supersede_other_extractions(stg, answered, extractor, now) if answered else {}
         if mention_rows:
             ids = [r["mention_id"] for r in mention_rows]
             existing = set()
@@ -406,3 +427,4 @@ def _write(
                 )
             ],
         )
+    return superseded

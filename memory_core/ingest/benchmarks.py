@@ -1,13 +1,16 @@
 """LongMemEval and LoCoMo benchmark files.
 
-LongMemEval: one question = one haystack = one corpus; each haystack session is a conversation, each
-turn a message with `source_ref` `<session_id>_<turn index>` (both roles counted). `has_answer` is kept as
-a source attribute for evaluation only, never used as a feature. Question, answer and evidence-session
+LongMemEval: one question = one haystack = one corpus (`record_id`; without one, every question of the
+file, a session repeated by a later question being a duplicate); each haystack session is a conversation,
+each turn a message with `source_ref` `<session_id>_<turn index>` (both roles counted). `has_answer` is kept
+as a source attribute for evaluation only, never used as a feature. Question, answer and evidence-session
 labels are not stored at all.
 
 LoCoMo: each session of a sample is a conversation (`source_ref` `<sample_id>:S<n>`), each turn a message
 with its `dia_id`; `speaker_a` speaks as `user`, `speaker_b` as `assistant`, and `author` keeps the name.
-Image captions are source attributes. QA labels are not stored.
+A session is any `session_<n>` key, in any case and zero padding (`Session_2`, `session_01`); a second key
+for the same number is its own conversation (`<sample_id>:<key>`). Image captions are source attributes.
+QA labels are not stored.
 
 Both give only session dates: turns get the session date plus an order-preserving offset, flagged derived.
 """
@@ -19,6 +22,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+from memory_core.errors import InputError
+from memory_core.ingest.census import SESSION_KEY, lme_records, locomo_records
 from memory_core.ingest.jsonstream import iter_json_array
 from memory_core.ingest.records import (
     DeadLetter,
@@ -27,6 +32,10 @@ from memory_core.ingest.records import (
     check_text,
     excerpt,
     fill_missing_times,
+    keep_timed,
+    label,
+    scalar_ref,
+    shielded,
 )
 
 _LME_DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]{3}\))?\s*(\d{1,2}):(\d{2})\s*$")
@@ -67,14 +76,18 @@ def parse_locomo_date(text: object) -> datetime | None:
 
 # ------------------------------------------------------------------------------------------ LongMemEval
 def lme_question_ids(path: Path) -> list[str]:
-    return [str(r.get("question_id")) for r in iter_json_array(path) if isinstance(r, dict)]
+    return [_question_id(r, i) for i, r in enumerate(iter_json_array(path)) if isinstance(r, dict)]
+
+
+def _question_id(rec: dict, index: int) -> str:
+    return scalar_ref(rec.get("question_id")) or f"question[{index}]"
 
 
 def parse_longmemeval(
     path: Path, max_chars: int, record_id: str | None = None
 ) -> Iterator[ParsedConversation | DeadLetter]:
-    """The sessions of one question (`record_id`; the first question when None)."""
-    found = False
+    """The sessions of one question (`record_id`), or of every question of the file (None)."""
+    found: set[str] = set()
     for index, rec in enumerate(iter_json_array(path)):
         if not isinstance(rec, dict):
             if record_id is None:
@@ -82,16 +95,29 @@ def parse_longmemeval(
                     f"question[{index}]", "bad_shape", "question record is not an object", excerpt(rec)
                 )
             continue
-        qid = str(rec.get("question_id", f"question[{index}]"))
+        qid = _question_id(rec, index)
         if record_id is not None and qid != record_id:
             continue
-        found = True
-        yield from _lme_sessions(rec, qid, max_chars)
-        break
+        if qid in found:  # the same question twice: its records are duplicates of the first one's
+            yield from _repeated_question(rec, qid)
+            continue
+        found.add(qid)
+        yield from shielded(_lme_sessions, (rec, qid, max_chars), rec, qid, lme_records(rec))
     if record_id is not None and not found:
-        from memory_core.errors import InputError
-
         raise InputError(f"{path}: no LongMemEval question with question_id {record_id!r}")
+
+
+def _repeated_question(rec: dict, qid: str) -> Iterator[DeadLetter]:
+    sessions = rec.get("haystack_sessions")
+    if not isinstance(sessions, list):
+        yield DeadLetter(qid, "duplicate_id", "question_id repeats in the file", excerpt(rec))
+        return
+    for n, session in enumerate(sessions):
+        turns = session if isinstance(session, list) else [session]
+        for i, turn in enumerate(turns):
+            yield DeadLetter(
+                f"{qid}#{n}_{i}", "duplicate_id", "question_id repeats in the file", excerpt(turn)
+            )
 
 
 def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConversation | DeadLetter]:
@@ -108,34 +134,35 @@ def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConvers
     seen: set[str] = set()
     last_date: datetime | None = None
     for n, session in enumerate(sessions):
-        sid = str(ids[n]) if n < len(ids) and ids[n] is not None else f"session[{n}]"
-        turns = session if isinstance(session, list) else []
+        sid = (scalar_ref(ids[n]) if n < len(ids) else None) or f"session[{n}]"
         if sid in seen:
-            yield DeadLetter(
-                sid,
-                "duplicate_id",
-                f"session id {sid!r} repeats in the haystack",
-                excerpt(session),
-                max(1, len(turns)),
-            )
+            turns = session if isinstance(session, list) else [session]
+            for i, turn in enumerate(turns):
+                yield DeadLetter(
+                    f"{sid}#{n}_{i}",
+                    "duplicate_id",
+                    f"session id {label(sid)} repeats in the haystack",
+                    excerpt(turn),
+                )
             continue
         seen.add(sid)
         if not isinstance(session, list):
             yield DeadLetter(sid, "bad_shape", "session is not a list of turns", excerpt(session))
             continue
-        date = parse_lme_date(dates[n]) if n < len(dates) else None
+        date_text = dates[n] if n < len(dates) else None
+        date = parse_lme_date(date_text)
         conv = ParsedConversation(
             source_ref=sid,
             title=sid,
             created_at=date or last_date,
             messages=[],
-            attributes={"haystack_index": n, "date_text": dates[n] if n < len(dates) else None},
+            attributes={"haystack_index": n, "date_text": date_text if isinstance(date_text, str) else None},
         )
         if date is None:
             conv.attributes["session_date_missing"] = True
         last_date = date or last_date
         prev_ref = None
-        for i, turn in enumerate(turns):
+        for i, turn in enumerate(session):
             conv.records_seen += 1
             ref = f"{sid}_{i}"
             if not isinstance(turn, dict):
@@ -144,35 +171,35 @@ def _lme_sessions(rec: dict, qid: str, max_chars: int) -> Iterator[ParsedConvers
             role = turn.get("role")
             if role not in ("user", "assistant", "system"):
                 conv.dead_letters.append(
-                    DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(turn))
+                    DeadLetter(ref, "unknown_role", f"unknown role {label(role)}", excerpt(turn))
                 )
                 continue
             code, reason = check_text(turn.get("content"), max_chars)
             if code:
                 conv.dead_letters.append(DeadLetter(ref, code, reason, excerpt(turn)))
                 continue
-            attrs = {"has_answer": bool(turn["has_answer"])} if "has_answer" in turn else {}
+            attrs = {"has_answer": turn["has_answer"] is True} if "has_answer" in turn else {}
             conv.messages.append(
                 ParsedMessage(ref, role, role, turn["content"], None, parent_ref=prev_ref, attributes=attrs)
             )
             prev_ref = ref
-        if not fill_missing_times(conv.messages, conv.created_at):
-            for msg in conv.messages:
-                conv.dead_letters.append(
-                    DeadLetter(
-                        msg.source_ref,
-                        "no_timestamp",
-                        "no session date and no earlier session to derive one from",
-                        excerpt(msg.text),
-                    )
-                )
-            conv.messages = []
+        timed = fill_missing_times(conv.messages, conv.created_at)
+        keep_timed(conv, timed, "no session date and no earlier session to derive one from")
         yield conv
 
 
 # ------------------------------------------------------------------------------------------ LoCoMo
 def locomo_sample_ids(path: Path) -> list[str]:
-    return [str(r.get("sample_id")) for r in iter_json_array(path, allow_object=True) if isinstance(r, dict)]
+    return [
+        _sample_id(r, i)
+        for i, r in enumerate(iter_json_array(path, allow_object=True))
+        if isinstance(r, dict)
+    ]
+
+
+def _sample_id(sample: object, index: int) -> str:
+    found = scalar_ref(sample.get("sample_id")) if isinstance(sample, dict) else None
+    return found or f"sample[{index}]"
 
 
 def parse_locomo(
@@ -181,28 +208,31 @@ def parse_locomo(
     """Every sample's sessions (or only the sample `record_id`)."""
     found = False
     for index, sample in enumerate(iter_json_array(path, allow_object=True)):
-        sid = (
-            str(sample.get("sample_id", f"sample[{index}]"))
-            if isinstance(sample, dict)
-            else f"sample[{index}]"
-        )
-        if record_id is not None and sid != record_id:
+        sid = _sample_id(sample, index)
+        if record_id is not None and not (isinstance(sample, dict) and sid == record_id):
             continue
         found = True
-        yield from _locomo_sessions(sample, sid, max_chars)
+        yield from shielded(_locomo_sessions, (sample, sid, max_chars), sample, sid, locomo_records(sample))
     if record_id is not None and not found:
-        from memory_core.errors import InputError
-
         raise InputError(f"{path}: no LoCoMo sample with sample_id {record_id!r}")
 
 
-def _session_numbers(conv: dict) -> list[int]:
-    nums = []
+def session_keys(conv: dict) -> list[tuple[int, str]]:
+    """(session number, key) of every session key, by number then key (`session_1` before `session_01`)."""
+    keys = []
     for key in conv:
-        m = re.fullmatch(r"session_(\d+)", key)
+        m = SESSION_KEY.fullmatch(key) if isinstance(key, str) else None
         if m:
-            nums.append(int(m.group(1)))
-    return sorted(nums)
+            keys.append((int(m.group(1)), key))
+    return sorted(keys, key=lambda nk: (nk[0], nk[1] != f"session_{nk[0]}", nk[1]))
+
+
+def _session_date(conv: dict, key: str, n: int) -> object:
+    for candidate in (f"{key}_date_time", f"session_{n}_date_time"):
+        if candidate in conv:
+            return conv[candidate]
+    wanted = f"{key}_date_time".lower()
+    return next((v for k, v in conv.items() if isinstance(k, str) and k.lower() == wanted), None)
 
 
 def _locomo_sessions(
@@ -214,14 +244,16 @@ def _locomo_sessions(
     c = sample["conversation"]
     speaker_a, speaker_b = c.get("speaker_a"), c.get("speaker_b")
     seen_dia: set[str] = set()
+    numbers: set[int] = set()
     last_date: datetime | None = None
-    for n in _session_numbers(c):
-        turns = c.get(f"session_{n}")
-        conv_ref = f"{sample_id}:S{n}"
+    for n, key in session_keys(c):
+        turns = c[key]
+        conv_ref = f"{sample_id}:S{n}" if n not in numbers else f"{sample_id}:{key}"
+        numbers.add(n)
         if not isinstance(turns, list):
             yield DeadLetter(conv_ref, "bad_shape", "session is not a list of turns", excerpt(turns))
             continue
-        date_text = c.get(f"session_{n}_date_time")
+        date_text = _session_date(c, key, n)
         date = parse_locomo_date(date_text)
         conv = ParsedConversation(
             source_ref=conv_ref,
@@ -231,10 +263,12 @@ def _locomo_sessions(
             attributes={
                 "sample_id": sample_id,
                 "session": n,
-                "date_text": date_text,
-                "speakers": [speaker_a, speaker_b],
+                "date_text": date_text if isinstance(date_text, str) else None,
+                "speakers": [s if isinstance(s, str) else None for s in (speaker_a, speaker_b)],
             },
         )
+        if key != f"session_{n}":
+            conv.attributes["session_key"] = key
         if date is None:
             conv.attributes["session_date_missing"] = True
         last_date = date or last_date
@@ -246,10 +280,12 @@ def _locomo_sessions(
                     DeadLetter(f"{conv_ref}[{i}]", "bad_shape", "turn is not an object", excerpt(turn))
                 )
                 continue
-            ref = str(turn.get("dia_id") or f"{conv_ref}[{i}]")
+            ref = scalar_ref(turn.get("dia_id")) or f"{conv_ref}[{i}]"
             if ref in seen_dia:
                 conv.dead_letters.append(
-                    DeadLetter(ref, "duplicate_id", f"dia_id {ref!r} repeats", excerpt(turn))
+                    DeadLetter(
+                        f"{conv_ref}[{i}]", "duplicate_id", f"dia_id {label(ref)} repeats", excerpt(turn)
+                    )
                 )
                 continue
             speaker = turn.get("speaker")
@@ -264,28 +300,26 @@ def _locomo_sessions(
                 continue
             seen_dia.add(ref)
             role = "assistant" if speaker_b is not None and speaker == speaker_b else "user"
-            attrs = {}
-            if turn.get("blip_caption"):
-                attrs["image_caption"] = str(turn["blip_caption"])
-            if turn.get("img_url"):
-                attrs["image_url"] = (
-                    turn["img_url"] if isinstance(turn["img_url"], list) else [turn["img_url"]]
-                )
-            if turn.get("query"):
-                attrs["image_query"] = str(turn["query"])
             conv.messages.append(
-                ParsedMessage(ref, role, speaker, turn["text"], None, parent_ref=prev_ref, attributes=attrs)
+                ParsedMessage(
+                    ref, role, speaker, turn["text"], None, parent_ref=prev_ref, attributes=_image(turn)
+                )
             )
             prev_ref = ref
-        if not fill_missing_times(conv.messages, conv.created_at):
-            for msg in conv.messages:
-                conv.dead_letters.append(
-                    DeadLetter(
-                        msg.source_ref,
-                        "no_timestamp",
-                        "no session date and no earlier session to derive one from",
-                        excerpt(msg.text),
-                    )
-                )
-            conv.messages = []
+        timed = fill_missing_times(conv.messages, conv.created_at)
+        keep_timed(conv, timed, "no session date and no earlier session to derive one from")
         yield conv
+
+
+def _image(turn: dict) -> dict:
+    """A turn's image fields as source attributes (strings only; a list of URLs stays a list)."""
+    attrs: dict = {}
+    if isinstance(turn.get("blip_caption"), str) and turn["blip_caption"]:
+        attrs["image_caption"] = turn["blip_caption"]
+    url = turn.get("img_url")
+    if url:
+        urls = url if isinstance(url, list) else [url]
+        attrs["image_url"] = [u for u in urls if isinstance(u, str)]
+    if isinstance(turn.get("query"), str) and turn["query"]:
+        attrs["image_query"] = turn["query"]
+    return attrs

@@ -21,15 +21,124 @@ from memory_core.ingest.records import (
     excerpt,
     fill_missing_times,
     invalid_text_reason,
-    parse_timestamp,
+    keep_timed,
+    label,
+    record_time,
+    scalar_ref,
+    shielded,
 )
+
+
+class _Lines:
+    """The conversations of a JSONL file as its lines arrive."""
+
+    def __init__(self, max_chars: int, record_id: str | None):
+        self.max_chars = max_chars
+        self.record_id = record_id
+        self.conversations: dict[str, ParsedConversation] = {}
+        self.seen_ids: set[str] = set()
+
+    def line(self, number: int, value: object) -> list[DeadLetter]:
+        """Take one decoded line: dead letters that belong to no conversation are returned, the others go
+        to their conversation."""
+        line_ref = f"line:{number}"
+        if not isinstance(value, dict):
+            return [
+                DeadLetter(line_ref, "bad_shape", f"line is {label(value)}, not an object", excerpt(value))
+            ]
+        raw_conv = value.get("conversation_id")
+        conv_ref = scalar_ref(raw_conv)
+        if conv_ref is None:
+            problem = (
+                "without a conversation_id"
+                if raw_conv in (None, "")
+                else f"whose conversation_id is {label(raw_conv)}"
+            )
+            return [DeadLetter(line_ref, "bad_shape", f"message {problem}", excerpt(value))]
+        if self.record_id is not None and conv_ref != self.record_id:
+            return []
+        conv = self.conversations.get(conv_ref)
+        if conv is None:
+            conv = self.conversations[conv_ref] = ParsedConversation(
+                conv_ref, "", None, [], source_id=conv_ref
+            )
+        message = self._message(conv, number, line_ref, value)
+        conv.records_seen += 1  # after the message: a line the parser fails on is its own dead letter
+        if message is not None:
+            conv.messages.append(message)
+        return []
+
+    def _message(
+        self, conv: ParsedConversation, number: int, line_ref: str, value: dict
+    ) -> ParsedMessage | None:
+        dead = conv.dead_letters.append
+        raw_id = value.get("id")
+        ref = scalar_ref(raw_id)
+        if raw_id not in (None, "") and ref is None:
+            dead(DeadLetter(line_ref, "bad_shape", f"id is {label(raw_id)}", excerpt(value)))
+            return None
+        ref = ref or line_ref
+        bad = invalid_text_reason(ref) or invalid_text_reason(conv.source_ref)
+        if bad:
+            dead(DeadLetter(line_ref, "invalid_utf8", f"id: {bad}", excerpt(value)))
+            return None
+        if ref in self.seen_ids:
+            dead(
+                DeadLetter(
+                    f"{ref}@{line_ref}", "duplicate_id", f"message id {label(ref)} repeats", excerpt(value)
+                )
+            )
+            return None
+        at = f"{ref}@{line_ref}"  # every dead letter names its line: ids may repeat on bad lines
+        role = value.get("role")
+        if role not in ROLES:
+            dead(DeadLetter(at, "unknown_role", f"unknown role {label(role)}", excerpt(value)))
+            return None
+        code, reason = check_text(value.get("text"), self.max_chars)
+        if code:
+            dead(DeadLetter(at, code, reason, excerpt(value)))
+            return None
+        raw_parent = value.get("parent_id")
+        parent = scalar_ref(raw_parent)
+        if raw_parent not in (None, "") and parent is None:
+            dead(DeadLetter(at, "bad_shape", f"parent_id is {label(raw_parent)}", excerpt(value)))
+            return None
+        attrs: dict = {"line": number}
+        created = record_time(value.get("created_at"), attrs, "created_at")
+        if isinstance(value.get("title"), str) and value["title"] and not conv.title:
+            conv.title = value["title"]
+        author = value.get("author")
+        self.seen_ids.add(ref)
+        return ParsedMessage(
+            source_ref=ref,
+            role=role,
+            author=author if isinstance(author, str) and author else role,
+            text=value["text"],
+            created_at=created,
+            parent_ref=parent,
+            attributes=attrs,
+            source_id=ref,
+            dead_ref=at,
+        )
+
+
+def _finish(conv: ParsedConversation) -> list[ParsedConversation]:
+    refs = {m.source_ref for m in conv.messages}
+    for msg in conv.messages:
+        if msg.parent_ref is not None and msg.parent_ref not in refs:
+            msg.attributes["missing_parent"] = msg.parent_ref
+            msg.parent_ref = None
+    timed = fill_missing_times(conv.messages, None)
+    keep_timed(conv, timed, "no created_at in this message or any other of its conversation")
+    times = [m.created_at for m in conv.messages]
+    conv.created_at = min(times) if times else None
+    return [conv]
 
 
 def parse_jsonl(
     path: Path, max_chars: int, record_id: str | None = None
 ) -> Iterator[ParsedConversation | DeadLetter]:
-    conversations: dict[str, ParsedConversation] = {}
-    seen_ids: set[str] = set()
+    lines = _Lines(max_chars, record_id)
     for number, value, error, raw in iter_jsonl(path):
         line_ref = f"line:{number}"
         if error:
@@ -40,86 +149,7 @@ def parse_jsonl(
                 excerpt(raw.decode("utf-8", "backslashreplace")),
             )
             continue
-        if not isinstance(value, dict):
-            yield DeadLetter(
-                line_ref, "bad_shape", f"line is a JSON {type(value).__name__}, not an object", excerpt(value)
-            )
-            continue
-        conv_ref = value.get("conversation_id")
-        if conv_ref is None or conv_ref == "":
-            yield DeadLetter(line_ref, "bad_shape", "message without a conversation_id", excerpt(value))
-            continue
-        conv_ref = str(conv_ref)
-        if record_id is not None and conv_ref != record_id:
-            continue
-        conv = conversations.get(conv_ref)
-        if conv is None:
-            conv = conversations[conv_ref] = ParsedConversation(conv_ref, "", None, [], source_id=conv_ref)
-        conv.records_seen += 1
-        ref = str(value["id"]) if value.get("id") not in (None, "") else line_ref
-        bad = invalid_text_reason(ref) or invalid_text_reason(conv_ref)
-        if bad:
-            conv.dead_letters.append(DeadLetter(line_ref, "invalid_utf8", f"id: {bad}", excerpt(value)))
-            continue
-        if ref in seen_ids:
-            conv.dead_letters.append(
-                DeadLetter(
-                    f"{ref}@{line_ref}",
-                    "duplicate_id",
-                    f"message id {ref!r} appears more than once",
-                    excerpt(value),
-                )
-            )
-            continue
-        role = value.get("role")
-        if role not in ROLES:
-            conv.dead_letters.append(
-                DeadLetter(ref, "unknown_role", f"unknown role {role!r}", excerpt(value))
-            )
-            continue
-        code, reason = check_text(value.get("text"), max_chars)
-        if code:
-            conv.dead_letters.append(DeadLetter(ref, code, reason, excerpt(value)))
-            continue
-        attrs: dict = {"line": number}
-        try:
-            created = parse_timestamp(value.get("created_at"))
-        except (ValueError, OverflowError, OSError):
-            created = None
-            attrs["unparsed_created_at"] = excerpt(value.get("created_at"), 100)
-        if isinstance(value.get("title"), str) and value["title"] and not conv.title:
-            conv.title = value["title"]
-        parent = value.get("parent_id")
-        seen_ids.add(ref)
-        conv.messages.append(
-            ParsedMessage(
-                source_ref=ref,
-                role=role,
-                author=str(value.get("author") or role),
-                text=value["text"],
-                created_at=created,
-                parent_ref=str(parent) if parent not in (None, "") else None,
-                attributes=attrs,
-                source_id=ref,
-            )
-        )
-    for conv in conversations.values():
-        refs = {m.source_ref for m in conv.messages}
-        for msg in conv.messages:
-            if msg.parent_ref is not None and msg.parent_ref not in refs:
-                msg.attributes["missing_parent"] = msg.parent_ref
-                msg.parent_ref = None
-        if not fill_missing_times(conv.messages, None):
-            for msg in conv.messages:
-                conv.dead_letters.append(
-                    DeadLetter(
-                        msg.source_ref,
-                        "no_timestamp",
-                        "no created_at in this message or any other of its conversation",
-                        excerpt(msg.text),
-                    )
-                )
-            conv.messages = []
-        timed = [m.created_at for m in conv.messages]
-        conv.created_at = min(timed) if timed else None
-        yield conv
+        yield from shielded(lines.line, (number, value), value, line_ref, 1)
+    for conv in lines.conversations.values():
+        records = conv.records_seen
+        yield from shielded(_finish, (conv,), conv.source_ref, conv.source_ref, records)

@@ -134,6 +134,8 @@ def _decode_value(path: Path, stream: _TextStream) -> object:
             stream.fill(size)
             size = min(size * 2, 64 * CHUNK)  # large records: grow reads so re-parsing stays linear-ish
             continue
+        except ValueError:  # an integer past Python's digit limit: the document cannot be read
+            raise _fail(path, stream, "malformed JSON: a number with too many digits") from None
         # a number at the very end of the buffer may continue in the next chunk
         if end >= len(stream.buf) and not stream.eof and isinstance(value, int | float):
             stream.fill(size)
@@ -156,6 +158,12 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, object | None, str | None, byt
                 yield number, None, f"invalid UTF-8 at byte {exc.start}", raw
                 continue
             try:
-                yield number, json.loads(line), None, raw
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
                 yield number, None, f"malformed JSON: {exc.msg} at char {exc.pos}", raw
+            except ValueError:  # an integer past Python's digit limit
+                yield number, None, "malformed JSON: a number with too many digits", raw
+            except RecursionError:
+                yield number, None, "malformed JSON: nested too deeply to read", raw
+            else:
+                yield number, value, None, raw

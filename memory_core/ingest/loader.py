@@ -1,10 +1,13 @@
 """Write parsed conversations to a corpus's source store: incremental, accounted, all-or-nothing per file.
 
 One file is one transaction: a file that turns out to be unreadable half-way (truncated JSON) leaves the
-store exactly as it was. Inside a good file every record is stored or dead-lettered with its reason, and
-`records_in == stored + dead_lettered` is recorded per file. A conversation whose content hash is
-unchanged is skipped; a changed one is updated in place with prior message texts kept in
-`message_revisions` (the source text is never silently overwritten).
+store exactly as it was. Inside a good file every record is stored, dead-lettered with its reason (one
+`dead_letters` row per record) or counted as structure (ChatGPT's hidden system nodes), and
+`records_in == stored + dead_lettered + structural` is recorded per file beside `records_counted`, the
+census's independent count of the file's records (`census.py`), which the accounting check compares. A
+re-ingest of the corpus's file replaces that file's earlier dead letters instead of adding to them. A
+conversation whose content hash is unchanged is skipped; a changed one is updated in place with prior
+message texts kept in `message_revisions` (the source text is never silently overwritten).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from memory_core.errors import InputError
 from memory_core.ids import as_uuid, sha256_text, stable_uuid
 from memory_core.ingest import PARSERS
+from memory_core.ingest.census import count_records
 from memory_core.ingest.records import (
     DEFAULT_MAX_MESSAGE_CHARS,
     DeadLetter,
@@ -29,6 +33,7 @@ from memory_core.ingest.records import (
     clean_text,
     excerpt,
     invalid_text_reason,
+    label,
 )
 from memory_core.store.db import CorpusStore, bulk_insert, utcnow
 from memory_core.store.schema import conversations, dead_letters, ingest_files, message_revisions, messages
@@ -43,6 +48,8 @@ class IngestReport:
     file_sha256: str
     records_in: int = 0
     stored: int = 0
+    structural: int = 0  # records of the export's structure (hidden system nodes): neither stored nor dead
+    records_counted: int = 0  # the census's own count of the file's records (independent of the parser)
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -95,16 +102,19 @@ def _attributes_json(m: ParsedMessage) -> str:
 
 
 def _parent_first(msgs: list[ParsedMessage]) -> list[ParsedMessage]:
-    """Messages ordered so a parent is written before its children (parent cycles are cut and flagged)."""
+    """Messages ordered so a parent is written before its children. A cycle in parent ids is cut at the
+    edge that closes it (that message keeps its would-be parent in `parent_cycle`)."""
     by_ref = {m.source_ref: m for m in msgs}
     placed: set[str] = set()
     out: list[ParsedMessage] = []
     for msg in msgs:
-        chain, node, visiting = [], msg, set()
+        chain: list[ParsedMessage] = []
+        node, visiting = msg, set()
         while node is not None and node.source_ref not in placed:
-            if node.source_ref in visiting:  # a cycle in parent ids: cut it at this node
-                node.attributes["parent_cycle"] = node.parent_ref
-                node.parent_ref = None
+            if node.source_ref in visiting:  # chain[-1]'s parent is already on this chain: cut that edge
+                last = chain[-1]
+                last.attributes["parent_cycle"] = last.parent_ref
+                last.parent_ref = None
                 break
             visiting.add(node.source_ref)
             chain.append(node)
@@ -134,6 +144,7 @@ class _Writer:
             )
         }
         self.pending_dead: list[dict] = []
+        self.repeats: dict[str, int] = {}  # conversation id → occurrences so far in this file
         # new conversations are written in batches (few statements, one transaction for the file)
         self.pending_conversations: list[dict] = []
         self.pending_messages: list[dict] = []
@@ -145,10 +156,10 @@ class _Writer:
         self.flush_dead()
 
     def dead_letter(self, dl: DeadLetter) -> None:
-        self.report.dead_lettered += dl.records
-        self.report.records_in += dl.records
+        """One dead record: counted and queued as its own row."""
+        self.report.dead_lettered += 1
         self.report.dead_letter_reasons[dl.reason_code] = (
-            self.report.dead_letter_reasons.get(dl.reason_code, 0) + dl.records
+            self.report.dead_letter_reasons.get(dl.reason_code, 0) + 1
         )
         self.pending_dead.append(
             dict(
@@ -165,37 +176,31 @@ class _Writer:
             self.flush_dead()
 
     def flush_dead(self) -> None:
-        if not self.pending_dead:
-            return
-        stmt = (
-            insert(dead_letters).prefix_with("OR IGNORE")
-            if self.conn.dialect.name == "sqlite"
-            else insert(dead_letters)
-        )
-        if self.conn.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            stmt = pg_insert(dead_letters).on_conflict_do_nothing()
-        self.conn.execute(stmt, self.pending_dead)
+        bulk_insert(self.conn, dead_letters, self.pending_dead)
         self.pending_dead = []
+
+    def repeated_conversation(self, conv: ParsedConversation) -> None:
+        """A conversation id seen before in this file: every record of the repeat is a dead letter (its
+        own, or `duplicate_id` for those that would have been stored); structural ones stay structure."""
+        n = self.repeats[conv.source_ref] = self.repeats.get(conv.source_ref, 1) + 1
+        prefix = f"{conv.source_ref}#{n}"
+        why = f"conversation id {label(conv.source_ref)} appears more than once in the file (occurrence {n})"
+        for msg in conv.messages:
+            self.dead_letter(DeadLetter(f"{prefix}/{msg.source_ref}", "duplicate_id", why, excerpt(msg.text)))
+        for dl in conv.dead_letters:
+            ref = dl.source_ref.removeprefix(f"{conv.source_ref}/")
+            self.dead_letter(DeadLetter(f"{prefix}/{ref}", dl.reason_code, dl.reason, dl.payload_excerpt))
+        self.report.structural += len(conv.structural)
 
     def conversation(self, conv: ParsedConversation) -> None:
         report = self.report
         report.conversations_in += 1
         report.records_in += conv.records_seen
         if conv.source_ref in self.seen_conversations:
-            self.dead_letter(
-                DeadLetter(
-                    conv.source_ref,
-                    "duplicate_id",
-                    f"conversation id {conv.source_ref!r} appears more than once in the file",
-                    "",
-                    conv.records_seen,
-                )
-            )
-            report.records_in -= conv.records_seen  # counted by the dead letter
+            self.repeated_conversation(conv)
             return
         self.seen_conversations.add(conv.source_ref)
+        report.structural += len(conv.structural)
         # ids and metadata keep undecodable input as escapes; message texts are checked by the parsers
         conv.source_ref, conv.title = clean_text(conv.source_ref), clean_text(conv.title)
         conv.attributes = clean_json(conv.attributes)
@@ -205,14 +210,12 @@ class _Writer:
         ids: dict[str, str] = {}
         used: set[str] = set()
         for msg in conv.messages:
+            dead_ref = msg.dead_ref or f"{conv.source_ref}/{msg.source_ref}"
             bad = invalid_text_reason(msg.source_ref) or invalid_text_reason(msg.author)
             if bad:
                 conv.dead_letters.append(
                     DeadLetter(
-                        clean_text(f"{conv.source_ref}/{msg.source_ref}"),
-                        "invalid_utf8",
-                        f"id or author: {bad}",
-                        excerpt(msg.text),
+                        clean_text(dead_ref), "invalid_utf8", f"id or author: {bad}", excerpt(msg.text)
                     )
                 )
                 continue
@@ -223,10 +226,10 @@ class _Writer:
             if mid in self.seen_message_ids or mid in used:
                 conv.dead_letters.append(
                     DeadLetter(
-                        f"{conv.source_ref}/{msg.source_ref}",
+                        dead_ref,
                         "duplicate_id",
                         f"message id {mid} already used by another record",
-                        msg.text[:200],
+                        excerpt(msg.text, 200),
                     )
                 )
                 continue
@@ -246,10 +249,10 @@ class _Writer:
                 for msg in [m for m in kept if ids[m.source_ref] in taken]:
                     conv.dead_letters.append(
                         DeadLetter(
-                            f"{conv.source_ref}/{msg.source_ref}",
+                            msg.dead_ref or f"{conv.source_ref}/{msg.source_ref}",
                             "duplicate_id",
                             f"message id {ids[msg.source_ref]} already belongs to another conversation",
-                            msg.text[:200],
+                            excerpt(msg.text, 200),
                         )
                     )
                 kept = [m for m in kept if ids[m.source_ref] not in taken]
@@ -261,7 +264,6 @@ class _Writer:
         conv.messages = kept
         for dl in conv.dead_letters:
             self.dead_letter(dl)
-            report.records_in -= dl.records  # already counted in records_seen
         self.seen_message_ids.update(ids[m.source_ref] for m in kept)
         report.stored += len(kept)
         report.derived_times += sum(1 for m in kept if m.time_derived)
@@ -382,11 +384,21 @@ def ingest_file(
         empty = conn.execute(select(messages.c.message_id).limit(1)).first() is None
         writer = _Writer(conn, store, report, checks_needed=not empty)
         try:
+            # this file's dead letters from an earlier ingest are replaced, never added to
+            earlier = select(ingest_files.c.file_sha256).where(ingest_files.c.path == str(path))
+            conn.execute(
+                delete(dead_letters).where(
+                    (dead_letters.c.file_sha256 == report.file_sha256)
+                    | dead_letters.c.file_sha256.in_(earlier)
+                )
+            )
             for item in parser(path, max_message_chars, record_id=record_id):
                 if isinstance(item, DeadLetter):
+                    report.records_in += 1
                     writer.dead_letter(item)
                 else:
                     writer.conversation(item)
+            report.records_counted = count_records(path, source_format, record_id)
         except RecursionError as exc:
             raise InputError(f"{path}: JSON nested too deeply to read") from exc
         writer.flush()
@@ -407,6 +419,8 @@ def ingest_file(
                     conversations_changed=report.conversations_new + report.conversations_changed,
                     started_at=started_at,
                     finished_at=utcnow(),
+                    structural=report.structural,
+                    records_counted=report.records_counted,
                 )
             ],
         )

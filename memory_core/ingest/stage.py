@@ -27,7 +27,9 @@ class MessagesReport:
             "source_path": self.source.path,
             "source_format": self.source.source_format,
             "records_in": r.records_in,
+            "records_counted": r.records_counted,
             "stored": r.stored,
+            "structural": r.structural,
             "inserted": r.inserted,
             "updated": r.updated,
             "unchanged": r.unchanged,
@@ -48,9 +50,10 @@ class MessagesReport:
 
     def summary(self) -> str:
         r = self.ingest
+        structure = f", {r.structural} structural" if r.structural else ""
         return (
             f"{self.source.name}: {r.records_in} records in, {r.stored} stored ({r.inserted} new, "
-            f"{r.updated} updated, {r.unchanged} unchanged), {r.dead_lettered} dead-lettered"
+            f"{r.updated} updated, {r.unchanged} unchanged), {r.dead_lettered} dead-lettered{structure}"
         )
 
 

@@ -2,20 +2,35 @@
 
 It lives under the memory home's cache dir and is shared by every corpus: the same segment text in two
 corpora is paid for once. `CachedLLMClient` writes an answer to the cache *before* returning it, so a run
-that crashes after a call resumes from the cache instead of paying again. Answers that are final (`ok`,
-`invalid` after feedback, `refused`) are cached; transient failures are not, so a later run retries them.
-A hit costs nothing: zero tokens, zero cost, zero attempts.
+that crashes after a call resumes from the cache instead of paying again. Only valid answers (`ok`) are
+cached: an invalid one (two schema violations in a row can be chance), a refusal or an unavailable
+service is asked again by a later run, and an entry that is not a valid answer (an older version cached
+invalid ones) is a miss. A hit costs nothing: zero tokens, zero cost, zero attempts.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, Text, insert, select
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    bindparam,
+    insert,
+    select,
+    update,
+)
 
 from memory_core.llm.base import LLMClient, StructuredRequest, StructuredResult, T, parse_answer
-from memory_core.store.db import get_engine, utcnow
+from memory_core.store.db import get_engine, utcnow, wipe_free_pages
 
 cache_metadata = MetaData()
 llm_responses = Table(
@@ -35,7 +50,7 @@ llm_responses = Table(
     Column("created_at", DateTime, nullable=False),
 )
 
-CACHEABLE = ("ok", "invalid", "refused")
+CACHEABLE = ("ok",)
 
 
 class ResponseCache:
@@ -79,6 +94,35 @@ class ResponseCache:
         with self.engine.connect() as conn:
             return len(conn.execute(select(llm_responses.c.cache_key)).all())
 
+    def answers(self, keys: Iterable[str]) -> dict[str, str]:
+        """The raw answers cached under `keys` (those present)."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(wanted), 500):
+                query = select(llm_responses.c.cache_key, llm_responses.c.raw).where(
+                    llm_responses.c.cache_key.in_(wanted[i : i + 500])
+                )
+                out.update({r.cache_key: r.raw for r in conn.execute(query)})
+        return out
+
+    def redact(self, keys: Iterable[str], redactor: Callable[[str], str | None]) -> int:
+        """Rewrite the cached answers of `keys` with `redactor(raw)` (None: leave it); the freed pages are
+        wiped (secure_delete, checkpoint, VACUUM) so the old text is gone from the file. Returns how many
+        answers changed."""
+        changed = {k: new for k, raw in self.answers(keys).items() if (new := redactor(raw)) is not None}
+        if changed:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("PRAGMA secure_delete=ON")  # the old text is overwritten
+                conn.execute(
+                    update(llm_responses)
+                    .where(llm_responses.c.cache_key == bindparam("k"))
+                    .values(raw=bindparam("raw")),
+                    [{"k": k, "raw": raw} for k, raw in changed.items()],
+                )
+            wipe_free_pages(self.engine)
+        return len(changed)
+
 
 class CachedLLMClient(LLMClient):
     """An LLM client in front of which every final answer is cached."""
@@ -95,11 +139,9 @@ class CachedLLMClient(LLMClient):
         key = request.cache_key(self.model)
         started = time.perf_counter()
         hit = self.cache.get(key)
-        if hit is not None:
-            parsed, problem = (
-                parse_answer(hit["raw"], request.response_model) if hit["outcome"] == "ok" else (None, "")
-            )
-            if hit["outcome"] != "ok" or parsed is not None:
+        if hit is not None and hit["outcome"] in CACHEABLE:
+            parsed, _problem = parse_answer(hit["raw"], request.response_model)
+            if parsed is not None:
                 return StructuredResult(
                     model=self.model,
                     outcome=hit["outcome"],
@@ -113,7 +155,7 @@ class CachedLLMClient(LLMClient):
                     schema_sha256=request.schema_sha256,
                     input_sha256=request.input_sha256,
                 )
-            # a cached answer the current model class no longer accepts (validators changed): ask again
+        # no entry, not a valid answer, or one the current model class no longer accepts: ask again
         result = self.inner.structured(request)
         if result.outcome in CACHEABLE:
             self.cache.put(result)

@@ -27,6 +27,7 @@ from memory_core.llm.base import (
     parse_answer,
 )
 from memory_core.llm.prices import PriceTable
+from memory_core.llm.scrub import scrub
 
 RETRYABLE_STATUS = {408, 409, 429}
 MAX_BACKOFF_S = 30.0
@@ -97,7 +98,7 @@ class OpenAICompatibleClient(LLMClient):
         }
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return scrub(text, self._api_key)
 
     # ------------------------------------------------------------------------------------------ calls
     def structured(self, request: StructuredRequest[T]) -> StructuredResult[T]:

@@ -46,6 +46,7 @@ from sqlalchemy import (
 )
 
 from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
+from memory_core.processes import ProcessIdentity
 from memory_core.settings import memory_home_path
 from memory_core.store.schema import METADATA_BY_STORE
 
@@ -100,11 +101,13 @@ def get_engine(url: str) -> Engine:
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
+            # hide_parameters: a failing statement's error (and so a run's stored traceback) never carries
+            # its parameters - message texts - only the SQL
             if url.startswith("sqlite"):
-                engine = create_engine(url, connect_args={"check_same_thread": False})
+                engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
                 event.listen(engine, "connect", _sqlite_pragmas)
             else:
-                engine = create_engine(url, pool_pre_ping=True)
+                engine = create_engine(url, pool_pre_ping=True, hide_parameters=True)
             _engines[url] = engine
         return engine
 
@@ -140,8 +143,9 @@ class MemoryHome:
         registry_metadata.create_all(engine)
         return engine
 
-    def corpus(self, name: str) -> CorpusStore:
-        return CorpusStore(self, validate_corpus_name(name))
+    def corpus(self, name: str, readonly: bool = False) -> CorpusStore:
+        """The stores of corpus `name`; `readonly` for read paths (see `CorpusStore.read_only`)."""
+        return CorpusStore(self, validate_corpus_name(name), readonly=readonly)
 
     # registry ---------------------------------------------------------------------------------
     def register(self, name: str, source_format: str, path: str, options: dict | None = None) -> None:
@@ -178,13 +182,23 @@ class MemoryHome:
 
 
 class CorpusStore:
-    """Engines and file locations of one corpus. Creating it creates nothing; `engine()` creates the schema."""
+    """Engines and file locations of one corpus. Creating it creates nothing; `engine()` creates the schema.
 
-    def __init__(self, home: MemoryHome, name: str):
+    A read-only store (`read_only()`, what the read side and `stats` use) never creates a folder or a
+    database: a store that does not exist yet reads as an empty one (an in-memory twin of its schema), and
+    `path()` creates sub-folders only inside an existing corpus folder.
+    """
+
+    def __init__(self, home: MemoryHome, name: str, readonly: bool = False):
         self.home = home
         self.name = name
         self.dir = home.root / "corpora" / name
+        self.readonly = readonly
         self._ready: set[str] = set()
+        self._empty: dict[str, Engine] = {}
+
+    def read_only(self) -> CorpusStore:
+        return self if self.readonly else CorpusStore(self.home, self.name, readonly=True)
 
     def url(self, store: str) -> str:
         if store not in STORES:
@@ -196,12 +210,28 @@ class CorpusStore:
     def engine(self, store: str) -> Engine:
         url = self.url(store)
         if url.startswith("sqlite"):
+            if self.readonly and not (self.dir / f"{store}.db").exists():
+                return self._empty_engine(store)
             self.dir.mkdir(parents=True, exist_ok=True)
         engine = get_engine(url)
         if store not in self._ready:
             METADATA_BY_STORE[store].create_all(engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
+            retire_constraints(engine, METADATA_BY_STORE[store])
             self._ready.add(store)
+        return engine
+
+    def _empty_engine(self, store: str) -> Engine:
+        """An empty in-memory database with the store's schema: what a store not built yet reads as."""
+        engine = self._empty.get(store)
+        if engine is None:
+            from sqlalchemy.pool import StaticPool
+
+            engine = create_engine(
+                "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
+            )
+            METADATA_BY_STORE[store].create_all(engine)
+            self._empty[store] = engine
         return engine
 
     @property
@@ -217,36 +247,86 @@ class CorpusStore:
         return self.engine("reflective")
 
     def path(self, *parts: str) -> Path:
-        """A file location inside the corpus folder (graph, indexes, reports); parent created."""
+        """A file location inside the corpus folder (graph, indexes, reports); parent created (read-only:
+        only inside an existing corpus folder)."""
         path = self.dir.joinpath(*parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.readonly or self.dir.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
     def exists(self) -> bool:
         return (self.dir / "source.db").exists() or bool(self.home.url_template)
 
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / ".write.lock"
+
     @contextlib.contextmanager
     def write_lock(self, timeout_s: float = 0.0) -> Iterator[None]:
-        """One writer per corpus: an exclusive advisory lock on a file in the corpus folder."""
+        """One writer per corpus: an exclusive advisory lock on a file in the corpus folder. The holder
+        writes who it is into the file and clears it on release (`lock_holder` reads it); the kernel
+        releases the lock when the holder dies, however it dies."""
         lock_path = self.path(".write.lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + timeout_s
+        locked = False
         try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = True
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
+                        holder = self.lock_holder()
                         raise CorpusLockedError(
-                            f"corpus {self.name!r} is being written by another run (lock {lock_path})"
+                            f"corpus {self.name!r} is being written by another run"
+                            f"{f' (pid {holder.pid} on {holder.host})' if holder else ''} (lock {lock_path})"
                         ) from None
                     time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(ProcessIdentity.current().as_dict()).encode(), 0)
             yield
         finally:
             with contextlib.suppress(OSError):
+                if locked:
+                    os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def lock_holder(self) -> ProcessIdentity | None:
+        """The process holding the corpus's write lock, or None when nobody does. Reads the name the holder
+        wrote, without taking the lock (a probe could make a writer that does not wait fail); only when
+        that process is gone is the lock itself tried (a child may have inherited it). Creates nothing."""
+        try:
+            with open(self.lock_path, "rb") as fp:
+                who = ProcessIdentity.from_dict(json.loads(fp.read(4096) or b"null"))
+        except (OSError, ValueError):
+            return None
+        if who is None or who.alive() is not False:
+            return who
+        fd = os.open(self.lock_path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return who  # its lock lives on in a process that inherited it
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+
+def wipe_free_pages(engine: Engine) -> None:
+    """After a purge: no deleted content left in a SQLite file (its WAL checkpointed and truncated, the
+    file vacuumed). Nothing to do for a server database."""
+    if engine.dialect.name != "sqlite":
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.exec_driver_sql("VACUUM")
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
@@ -276,6 +356,36 @@ def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
                     f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(engine.dialect)}"
                 )
                 conn.exec_driver_sql(ddl)
+
+
+# unique constraints older versions created that the contract no longer has: table → constraint name
+RETIRED_CONSTRAINTS = {"dead_letters": "uq_dead_letter"}  # one dead-letter row per dead record
+
+
+def retire_constraints(engine: Engine, metadata: MetaData) -> None:
+    """Drop the retired unique constraints from tables an older version created (SQLite cannot drop a
+    constraint: the table is rebuilt with its rows)."""
+    for name, constraint in RETIRED_CONSTRAINTS.items():
+        table = metadata.tables.get(name)
+        if table is None:
+            continue
+        with engine.begin() as conn:
+            if conn.dialect.name != "sqlite":
+                conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {constraint}")
+                continue
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).scalar()
+            if not ddl or constraint not in ddl:
+                continue
+            old = f"_{name}_retired"
+            conn.exec_driver_sql(f"ALTER TABLE {name} RENAME TO {old}")
+            for index in table.indexes:
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
+            table.create(conn)
+            columns = ", ".join(c.name for c in table.columns)
+            conn.exec_driver_sql(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM {old}")
+            conn.exec_driver_sql(f"DROP TABLE {old}")
 
 
 def _sqlite_column(kind: str, values: list) -> list:

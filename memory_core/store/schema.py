@@ -50,6 +50,10 @@ ingest_files = Table(
     Column("conversations_changed", Integer, nullable=False),
     Column("started_at", DateTime, nullable=False),
     Column("finished_at", DateTime, nullable=False),
+    # records of the export's structure (ChatGPT hidden system nodes): neither stored nor dead letters
+    Column("structural", Integer, nullable=True),
+    # the census's count of the file's records, independent of the parser (the accounting check's truth)
+    Column("records_counted", Integer, nullable=True),
 )
 
 conversations = Table(
@@ -113,9 +117,10 @@ dead_letters = Table(
     Column("reason", Text, nullable=False),
     Column("payload_excerpt", Text, nullable=False),
     Column("recorded_at", DateTime, nullable=False),
-    UniqueConstraint("file_sha256", "source_ref", "reason_code", name="uq_dead_letter"),
 )
+# one row per dead record (no uniqueness: a record repeated in the input is dead as often as it repeats)
 Index("ix_dead_letters_reason", dead_letters.c.reason_code)
+Index("ix_dead_letters_file", dead_letters.c.file_sha256)
 
 # --------------------------------------------------------------------------------------------- staging
 segments = Table(
@@ -500,6 +505,16 @@ user_reactions = Table(
     Column("expires_at", DateTime, nullable=True),  # retention
 )
 Index("ix_reactions_message", user_reactions.c.message_id)
+
+# Messages whose reactions were purged: the extraction stage never writes a reaction on them again (a
+# rebuild, another teacher) until the user lifts the tombstones (`memory-os reactions allow`).
+reaction_tombstones = Table(
+    "reaction_tombstones",
+    reflective_metadata,
+    Column("message_id", ID, primary_key=True),
+    Column("purged_at", DateTime, nullable=False),
+    Column("scope", String(16), nullable=False),  # all | expired
+)
 
 METADATA_BY_STORE = {
     "source": source_metadata,

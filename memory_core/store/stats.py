@@ -9,6 +9,7 @@ from memory_core.store.schema import METADATA_BY_STORE, dead_letters, ingest_fil
 
 
 def corpus_stats(store: CorpusStore) -> dict:
+    store = store.read_only()  # counting never creates a store
     tables: dict[str, dict[str, int]] = {}
     for store_name, metadata in METADATA_BY_STORE.items():
         engine = store.engine(store_name)
