@@ -170,6 +170,8 @@ mentions = Table(
     Column("extractor", String(100), nullable=False),
     Column("extracted_at", DateTime, nullable=False),
     Column("message_created_at", DateTime, nullable=False),
+    # [ClaimCandidate]: the revisable facts the teacher says the mention states (NULL: extracted before claims)
+    Column("claims", JSON, nullable=True),
 )
 Index("ix_mentions_segment", mentions.c.segment_id)
 Index("ix_mentions_message", mentions.c.message_id)

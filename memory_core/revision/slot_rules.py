@@ -1,0 +1,553 @@
+"""The offline slot rules: which revisable attribute a first-person statement sets, deterministically.
+
+The offline teacher calls `offline_claims` for each fact candidate it builds (the clause it quotes, the time
+it was said); an LLM teacher fills the same `ClaimCandidate`s itself. A rule is a pattern over the clause
+with its contractions expanded ("I'm" → "I am"): a subject (I / we / "my sister" / a name) and a predicate
+whose value it captures — where someone lives, works, their title, what they drive, own and how many, how
+many times they did something so far, a favourite, a preference, when they do an activity, their diet, a
+partner's name, their relationship status, a planned date, where a thing of theirs is, their age. Wishes,
+conditions and questions set nothing: only the auxiliaries and adverbs of a plain statement may stand
+between the subject and the predicate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory_core.ontology.claims import SPEAKER, ClaimCandidate
+from memory_core.ontology.concepts import FACT_TYPES
+from memory_core.revision.slots import normalise_qualifier, number_of, singular
+from memory_core.revision.valid_time import stated_valid_from
+
+SLOT_RULES_VERSION = "slots/v1"
+
+_CONTRACTIONS = [
+    (r"\b(I|i)'m\b", r"\1 am"), (r"\b(\w+)'ve\b", r"\1 have"), (r"\b(we|you|they)'re\b", r"\1 are"),
+    (r"\b(I|i|we|you|they|he|she)'ll\b", r"\1 will"), (r"\b(I|i|we|you|they|he|she)'d\b", r"\1 would"),
+    (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"),
+    (r"\b(he|she|it|that)'s\b", r"\1 is"),
+]  # fmt: skip
+ROLES = (
+    r"wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|mom|mum|mother|dad|father|"
+    r"son|daughter|best friend|friend|roommate|flatmate|boss|manager|cousin|aunt|uncle|grandma|grandmother|"
+    r"grandpa|grandfather|niece|nephew|colleague|coworker|neighbou?r|therapist|doctor|dog|cat|puppy|kitten"
+)
+_NAME = r"(?-i:[A-Z][\w'&.-]*(?:(?:\s+(?:of|de|du|la|le|upon|on|the))?\s+[A-Z][\w'&.-]*){0,4})"
+_SUBJ = (
+    rf"(?P<subj>\bI\b|\bwe\b|\b(?:my|our) (?:(?:older|younger|little|big|new|best) )?(?:{ROLES})\b"
+    rf"(?:,? (?-i:[A-Z][a-z]+)\b)?|(?-i:\b[A-Z][a-z]{{2,}}\b))"
+)
+# what may stand between a subject and its predicate in a plain statement (no wish, condition or modal)
+_AUX = (
+    r"(?:\s+(?:now|currently|still|just|finally|recently|actually|also|really|usually|normally|typically|"
+    r"generally|always|often|officially|already|eventually|only|mostly|basically|have|has|had|am|are|is|was|"
+    r"were|will|been|be|do|does|did|going to|gonna|even|then|soon|back|both|all))*\s+"
+)
+_HEAD = _SUBJ + _AUX
+_VALUE = r"(?P<val>[\w'&.-]+(?:\s+(?!(?:and|but|because|so|which|who|where|when|since|for|with|at|in|on|to|from|as|if|than|while|though|although|after|before|over|rather|instead|now|these|anymore|again)\b)[\w'&.-]+){0,4})"
+_NUM = r"(?P<num>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NOUNS = r"(?P<noun>(?:[a-z][a-z'-]*\s+)?[a-z][a-z'-]*s)\b"
+_ADJ = r"(?:(?:different|separate|more|other|new|free|little|big|small|adorable|rescue|beautiful|amazing|great|good|old|young|lovely|cute|black|white|orange|grey|gray|stray|pet|national|local|Korean|Italian|Japanese|Chinese|Mexican|Thai|Indian|French)\s+){0,2}"
+_PARTICIPLE = (
+    r"(?:\w+ed|been|taken|had|done|seen|made|gone|run|read|written|eaten|met|flown|driven|ridden|swum|won|lost|"
+    r"got|gotten|bought|brought|given|grown|known|shown|thrown|worn|sold|spent|built|caught|taught|found|held|"
+    r"kept|left|paid|sent|told|heard|drunk|sung|begun|become|come|hit|cut|put|set)"
+)
+_NOT_COUNTED = {
+    "days", "weeks", "months", "years", "hours", "minutes", "seconds", "times", "questions", "ideas", "options",
+    "things", "ways", "reasons", "kinds", "types", "thoughts", "words", "steps", "points", "tips", "decades",
+    "nights", "mornings", "evenings", "weekends", "miles", "kilometers", "km", "pounds", "kg", "dollars",
+    "bucks", "percent", "hundreds", "thousands", "millions", "lots", "tons", "bits", "others", "ones'",
+}  # fmt: skip
+_PLACE = _NAME + r"(?:,\s*(?-i:[A-Z][\w.-]*))?"
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_TIMEWORD = (
+    rf"(?:{_WEEKDAY}|weekdays|weekends?|\d{{1,2}}(?::\d\d)?\s*[ap]\.?m\.?|noon|midnight|lunch(?:time)?|"
+    r"(?:early |late )?(?:morning|afternoon|evening|night)s?)"
+)
+_WHEN = (
+    rf"(?P<when>(?:(?:on|at|in the|every|each|around|by|after|before|during)\s+)?{_TIMEWORD}"
+    rf"(?:(?:,\s*(?:and\s+)?|\s+and\s+|\s+(?:at|on|in the)\s+)(?:(?:on|at|in the|every)\s+)?{_TIMEWORD})*"
+    r"|(?:\d+|once|twice|two|three|four|five|six|seven) (?:times )?(?:a|per) (?:week|day|month)|daily|weekly)"
+)
+_ACTIVITIES = {
+    "gym": "gym", "the gym": "gym", "work out": "gym", "workout": "gym", "exercise": "gym", "lift": "gym",
+    "run": "running", "go running": "running", "go for a run": "running", "jog": "running", "running": "running",
+    "swim": "swimming", "go swimming": "swimming", "pool": "swimming", "the pool": "swimming",
+    "do yoga": "yoga", "yoga": "yoga", "meditate": "meditation", "practice": "practice", "train": "training",
+    "go climbing": "climbing", "climb": "climbing", "cycle": "cycling", "bike": "cycling", "ride": "cycling",
+}  # fmt: skip
+_ACTIVITY = r"(?P<act>go running|go for a run|go swimming|go climbing|work out|do yoga|meditate|exercise|run|jog|swim|lift|train|practice|climb|cycle|bike)"
+_PLACE_ACTIVITY = r"(?P<act>the gym|gym|the pool|pool|yoga|running|workouts?)"
+_ROLE_NOUNS = (
+    r"engineer|developer|programmer|manager|designer|teacher|professor|nurse|doctor|physician|analyst|scientist|"
+    r"consultant|lawyer|attorney|accountant|writer|editor|journalist|student|intern|director|chef|cook|architect|"
+    r"researcher|administrator|officer|assistant|specialist|coordinator|lead|head|president|founder|ceo|cto|"
+    r"cfo|vp|photographer|artist|musician|pharmacist|therapist|dentist|technician|electrician|plumber|"
+    r"mechanic|pilot|salesperson|representative|recruiter|librarian|barista|waiter|waitress|cashier|clerk|"
+    r"supervisor|executive|associate|producer|marketer|strategist|owner|tutor|coach|trainer|paralegal"
+)
+_TITLE = rf"(?P<val>(?:[\w-]+\s+){{0,3}}(?:{_ROLE_NOUNS}))\b"
+_DIETS = (
+    r"vegan|vegetarian|pescatarian|keto|paleo|gluten-free|dairy-free|plant-based|carnivore|flexitarian|"
+    r"low-carb|mediterranean|raw vegan"
+)
+_BRANDS = (
+    r"honda|toyota|tesla|ford|bmw|audi|mercedes(?:-benz)?|volkswagen|vw|subaru|mazda|nissan|hyundai|kia|"
+    r"chevy|chevrolet|jeep|volvo|porsche|lexus|acura|prius|civic|corolla|camry|rav4|mini|fiat|jaguar|"
+    r"land rover|range rover|dodge|ram|gmc|cadillac|buick|lincoln|mitsubishi|rivian|polestar|vespa|"
+    r"harley(?:-davidson)?|ducati|yamaha|kawasaki|suzuki"
+)
+_VEHICLE = rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,3}}?|{_NAME})(?=\s*(?:[,.;!?)]|$|\s(?:and|but|now|these|which|that|because|so|since|for|to|with)\b))"
+_EVENT_NOUNS = (
+    r"marathon|half marathon|race|wedding|trip|flight|vacation|holiday|party|birthday party|interview|exam|"
+    r"test|concert|surgery|operation|appointment|meeting|conference|move|moving day|graduation|recital|"
+    r"presentation|launch|deadline|ceremony|reunion|visit|tour|game|match|tournament|show|gig|performance|"
+    r"baby shower|shower|housewarming|retreat|camp|hike|cruise|defense|audition|checkup|check-up"
+)
+_DATE = (
+    r"(?P<when>(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
+    r"(?:,?\s+(?:19|20)\d\d)?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+    r"(?:,?\s+(?:19|20)\d\d)?|(?:19|20)\d\d-\d\d-\d\d|next (?:week|month|year|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"|(?:this|next) (?:coming )?weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*(?:\s+(?:19|20)\d\d)?))\b"
+)
+_FAVOURITE_STOP = r"(?=\s*(?:[,.;!?)]|$|\s(?:and|but|because|so|which|though|these days|now|right now)\b))"
+_CATEGORIES = {
+    "drink": "tea coffee espresso latte cappuccino matcha juice soda water beer wine whiskey cocktail smoothie "
+    "kombucha milk",
+    "food": "sushi pizza ramen pasta tacos burgers burger curry salad steak noodles dumplings pho",
+    "music": "jazz rock pop hip-hop rap classical country metal techno house blues reggae",
+    "seat": "aisle window",
+    "season": "summer winter spring autumn fall",
+    "pet": "cats dogs cat dog",
+    "workout time": "mornings evenings morning evening",
+    "transport": "train bus car bike plane flying driving",
+    "reading format": "ebooks audiobooks paperbacks hardcovers kindle",
+}
+_CATEGORY_OF = {w: cat for cat, words in _CATEGORIES.items() for w in words.split()}
+
+
+@dataclass(frozen=True)
+class _Fact:
+    slot: str
+    qualifier: str
+    value: str
+    polarity: str = "affirmed"
+    dated: bool = True  # the clause's time expression (if any) says when it became true
+    future: bool = False
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern
+    build: Callable[[re.Match], _Fact | None]
+
+
+def _rule(pattern: str, build: Callable[[re.Match], _Fact | None]) -> _Rule:
+    return _Rule(re.compile(pattern, re.IGNORECASE), build)
+
+
+def expand(text: str) -> str:
+    """The clause with typographic apostrophes straightened and contractions expanded."""
+    text = text.replace("’", "'").replace("‘", "'")
+    for pattern, repl in _CONTRACTIONS:
+        text = re.sub(pattern, repl, text)
+    return text
+
+
+_TRAILING = re.compile(r"(?:\s+(?:now|these days|nowadays|again|anymore|any more|lately|so far|too))+$", re.I)
+
+
+def _clean(value: str) -> str:
+    value = re.sub(r"\s+", " ", value).strip(" ,.;:!?\"'()")
+    return _TRAILING.sub("", value).strip(" ,.;:!?\"'()")
+
+
+def _negated(m: re.Match) -> str:
+    neg = m.groupdict().get("neg")
+    return "negated" if neg and neg.strip() else "affirmed"
+
+
+def _future(text: str) -> bool:
+    return bool(
+        re.search(r"\b(will|going to|gonna|moving|next|planning|plan to|about to|soon)\b", text, re.I)
+    )
+
+
+def _place(slot: str) -> Callable[[re.Match], _Fact | None]:
+    def build(m: re.Match) -> _Fact | None:
+        value = _clean(m.group("val"))
+        if not value or value.lower() in {"i", "the", "my"}:
+            return None
+        return _Fact(slot, "", value, _negated(m), future=_future(m.group(0)))
+
+    return build
+
+
+def _count(slot: str) -> Callable[[re.Match], _Fact | None]:
+    def build(m: re.Match) -> _Fact | None:
+        noun = m.group("noun").lower()
+        if noun.split()[-1] in _NOT_COUNTED or noun.split()[0] in {"of", "the", "my", "and", "or"}:
+            return None
+        n = number_of(m.group("num"))
+        return _Fact(slot, singular(noun), str(n), dated=slot == "possession") if n else None
+
+    return build
+
+
+def _ordinal(m: re.Match) -> _Fact | None:
+    n = number_of(m.group("ord"))
+    return _Fact("possession", singular(m.group("noun").lower()), str(n)) if n else None
+
+
+def _schedule(m: re.Match) -> _Fact | None:
+    act = _ACTIVITIES.get(m.group("act").lower().rstrip("s"), _ACTIVITIES.get(m.group("act").lower()))
+    when = _clean(m.group("when"))
+    if not act or not when:
+        return None
+    return _Fact(
+        "schedule", act, re.sub(r"^(?:on|at|in the|every|each|around)\s+", "", when, flags=re.I), dated=False
+    )
+
+
+def _favourite(m: re.Match) -> _Fact | None:
+    category = normalise_qualifier(m.group("cat"))
+    value = _clean(m.group("val"))
+    if not category or not value or len(category.split()) > 3:
+        return None
+    return _Fact("favourite", category, value)
+
+
+def _preference(m: re.Match) -> _Fact | None:
+    value = _clean(m.group("val"))
+    other = _clean(m.groupdict().get("other") or "")
+    words = [w.lower() for w in (value + " " + other).split()]
+    category = next((_CATEGORY_OF[w] for w in words if w in _CATEGORY_OF), "")
+    if not value:
+        return None
+    if not category:
+        if m.groupdict().get("switch") is not None:
+            return None  # "I switched to ..." alone says nothing about which preference it is
+        category = singular(value.split()[-1].lower())
+    return _Fact("preference", category, value, _negated(m))
+
+
+def _title(m: re.Match) -> _Fact | None:
+    value = _clean(m.group("val"))
+    first = value.split()[0].lower() if value else ""
+    if first in {"big", "huge", "total", "real", "bit", "little", "good", "bad", "great"}:
+        return None  # "a big fan", "a bit of a ..."
+    return _Fact("job_title", "", value, _negated(m))
+
+
+def _relationship(m: re.Match) -> _Fact | None:
+    name = _clean(m.group("val"))
+    if name.lower() in {"i", "the", "and", "my", "is", "was"}:
+        return None
+    return _Fact("relationship", normalise_qualifier(m.group("role")), name, dated=False)
+
+
+def _status(m: re.Match) -> _Fact | None:
+    raw = m.group("val").lower()
+    value = {"broke up": "single", "in a relationship": "dating", "seeing someone": "dating"}.get(raw, raw)
+    return _Fact("relationship_status", "", value, _negated(m))
+
+
+def _plan(m: re.Match) -> _Fact | None:
+    event = normalise_qualifier(m.group("event"))
+    return _Fact("plan_date", event, _clean(m.group("when")), dated=False, future=True) if event else None
+
+
+def _location(m: re.Match) -> _Fact | None:
+    thing = m.group("thing")
+    quoted = re.search(r"[\"“']([^\"”']{2,60})[\"”']", thing)
+    qualifier = quoted.group(1).lower().strip() if quoted else normalise_qualifier(thing)
+    place = _clean(m.group("place"))
+    if not qualifier or not place or len(qualifier.split()) > 6:
+        return None
+    return _Fact("location", qualifier, place)
+
+
+def _age(m: re.Match) -> _Fact | None:
+    n = number_of(m.group("num"))
+    return _Fact("age", "", str(n), dated=False) if n and 1 < n < 120 else None
+
+
+_NEG = r"(?P<neg>(?:do|does|did) not\s+|no longer\s+|not\s+|never\s+|used to\s+|stopped\s+)?"
+RULES: tuple[_Rule, ...] = (
+    _rule(
+        _HEAD + _NEG + r"(?:live|living|lives|reside|residing|am based|based|settled|moved|move|moving|"
+        r"relocated|relocating)\s+(?:back\s+|down\s+|up\s+|out\s+)?(?:in|to|into)\s+(?:the\s+)?"
+        + rf"(?P<val>{_PLACE})",
+        _place("residence"),
+    ),
+    _rule(
+        _HEAD
+        + r"(?:am\s+(?:originally\s+)?from|come\s+from|grew\s+up\s+in|was\s+born\s+in|originally\s+from)\s+"
+        rf"(?P<val>{_PLACE})",
+        _place("hometown"),
+    ),
+    _rule(
+        _HEAD + _NEG + r"(?:work|working|works|started\s+working|started|joined|got\s+a\s+(?:new\s+)?job|"
+        r"got\s+hired|was\s+hired|am\s+employed|employed|interning|accepted\s+an?\s+offer)\s+(?:at|for|with|by)?\s*"
+        rf"(?P<val>{_NAME})",
+        _place("workplace"),
+    ),
+    _rule(
+        _HEAD + r"(?P<neg>)(?:left|quit|resigned\s+from|was\s+laid\s+off\s+from|got\s+laid\s+off\s+from|"
+        r"stopped\s+working\s+(?:at|for))\s+(?:my\s+job\s+at\s+)?" + rf"(?P<val>{_NAME})",
+        lambda m: _Fact("workplace", "", _clean(m.group("val")), "negated"),
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"(?:work|working|started|started\s+working|hired|employed)\s+as\s+(?:an?\s+|the\s+)?"
+        + _TITLE,
+        _title,
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"(?:work|working|works)\s+(?:at|for)\s+"
+        + _NAME
+        + r"\s+as\s+(?:an?\s+|the\s+)?"
+        + _TITLE,
+        _title,
+    ),
+    _rule(
+        _HEAD + _NEG + r"(?:got\s+promoted\s+to|was\s+promoted\s+to)\s+(?:an?\s+|the\s+)?" + _TITLE, _title
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"(?:became|am|become)\s+(?:an?|the)\s+"
+        + _TITLE
+        + r"(?=\s*(?:[,.;!?]|$|\s(?:at|for|in|with|now|and|but)\b))",
+        _title,
+    ),
+    _rule(r"\b(?:my|our)\s+(?:new\s+)?(?:job\s+)?title\s+is\s+(?:now\s+)?(?:an?\s+)?" + _TITLE, _title),
+    _rule(
+        _HEAD
+        + r"(?:study|studying|attend|attending|enrolled\s+(?:at|in)|am\s+a\s+student\s+at|go\s+to)\s+(?:at\s+)?"
+        r"(?P<val>(?-i:(?:[A-Z][\w.&'-]*\s+){0,4}(?:University|College|School|Institute|Academy)(?:\s+of(?:\s+[A-Z][\w.&'-]*)+)?))",
+        _place("school"),
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"(?:drive|drives|driving|ride|riding)\s+(?:an?|my|our|the)\s+(?:new\s+|used\s+|old\s+|own\s+)?"
+        + _VEHICLE,
+        _place("vehicle"),
+    ),
+    _rule(
+        r"\b(?:my|our)\s+(?:new\s+)?(?:car|ride|vehicle)\s+is\s+(?:now\s+)?(?:an?\s+)?" + _VEHICLE,
+        _place("vehicle"),
+    ),
+    _rule(
+        _HEAD
+        + r"(?:bought|got|leased|purchased)\s+(?:an?|my)\s+(?:new\s+|used\s+|first\s+)?(?:car,?\s+)?(?:an?\s+)?"
+        rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,2}})\b",
+        _place("vehicle"),
+    ),
+    _rule(
+        _HEAD
+        + r"(?P<neg>)(?:sold|traded\s+in|totaled|totalled|got\s+rid\s+of|scrapped)\s+(?:my|the|our)\s+(?:old\s+)?"
+        rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,2}}|car)\b",
+        lambda m: _Fact("vehicle", "", _clean(m.group("val")), "negated"),
+    ),
+    _rule(
+        _HEAD
+        + r"(?:have|has|own|owns|got|keep|adopted|care\s+for)\s+(?:got\s+)?"
+        + _NUM
+        + r"\s+"
+        + _ADJ
+        + _NOUNS,
+        _count("possession"),
+    ),
+    _rule(
+        _HEAD
+        + r"(?:adopted|got|bought|welcomed|rescued)\s+(?:an?|another|our|my)\s+(?P<ord>second|third|fourth|fifth|sixth)\s+"
+        + _ADJ
+        + r"(?P<noun>[a-z][a-z'-]+)\b",
+        _ordinal,
+    ),
+    _rule(
+        r"\b(?:I|we)\s+(?:have|had)\s+(?:now\s+|already\s+|just\s+|finally\s+)?"
+        + _PARTICIPLE
+        + r"\b[^.;!?]{0,80}?\b"
+        + _NUM
+        + r"\s+"
+        + _ADJ
+        + _NOUNS,
+        _count("count"),
+    ),
+    _rule(
+        r"\b(?:my|our)\s+(?:new\s+|all-time\s+|current\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z][\w -]{1,30}?)\s+"
+        r"(?:is|are|has\s+to\s+be|would\s+be|these\s+days\s+is|now\s+is|is\s+now)\s+(?:probably\s+|definitely\s+|still\s+)?"
+        r"(?:the\s+)?(?P<val>[\w'&.-]+(?:\s+[\w'&.-]+){0,4}?)" + _FAVOURITE_STOP,
+        _favourite,
+    ),
+    _rule(
+        r"\b(?P<val>(?-i:[A-Z][\w'&.-]*)(?:\s+[\w'&.-]+){0,3})\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:my|our)\s+"
+        r"(?:new\s+|all-time\s+)?favou?rite\s+(?P<cat>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\b",
+        _favourite,
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"prefer\s+(?:to\s+(?:drink|eat|have|use)\s+)?"
+        + _VALUE
+        + r"(?:\s+(?:over|to|rather\s+than|instead\s+of)\s+(?P<other>[\w'&.-]+(?:\s+[\w'&.-]+){0,3}))?",
+        _preference,
+    ),
+    _rule(
+        _HEAD
+        + r"(?P<switch>switched|changed|moved)\s+(?:over\s+)?(?:from\s+(?P<other>[\w'&.-]+(?:\s+[\w'&.-]+){0,2})\s+)?to\s+"
+        + _VALUE,
+        _preference,
+    ),
+    _rule(
+        _HEAD + r"(?:go|going|head|heading)\s+to\s+" + _PLACE_ACTIVITY + r"\s+(?:\w+\s+){0,2}?" + _WHEN,
+        _schedule,
+    ),
+    _rule(
+        _HEAD
+        + r"(?:(?:can|cannot|could)\s+(?:only\s+|usually\s+|just\s+)?)?"
+        + _ACTIVITY
+        + r"\s+(?:\w+\s+){0,2}?"
+        + _WHEN,
+        _schedule,
+    ),
+    _rule(
+        r"\b"
+        + _PLACE_ACTIVITY
+        + r"(?:\s+(?:sessions?|classes?|workouts?))?,?\s+which\s+(?:is|are|I)\s+(?:\w+\s+){0,3}?"
+        + _WHEN,
+        _schedule,
+    ),
+    _rule(
+        r"\b" + _PLACE_ACTIVITY + r"\s+(?:routine|schedule|sessions?)\b[^.;!?]{0,24}?\b"
+        r"(?P<when>(?:\d+|once|twice|two|three|four|five|six|seven)\s+(?:times\s+)?(?:a|per)\s+(?:week|day|month))",
+        _schedule,
+    ),
+    _rule(
+        _HEAD + _NEG + r"(?:am\s+|become\s+|became\s+|went\s+|gone\s+|going\s+|turned\s+|eat\s+|eating\s+)?"
+        r"(?:an?\s+|fully\s+|strictly\s+|mostly\s+|full\s+)?"
+        + rf"(?P<val>{_DIETS})\b(?!\s+(?:food|restaurant|recipe|option|dish|meal))",
+        lambda m: _Fact("diet", "", m.group("val").lower(), _negated(m)),
+    ),
+    _rule(
+        _HEAD
+        + r"(?:am\s+|are\s+)?(?:on|following)\s+an?\s+"
+        + rf"(?P<val>{_DIETS}|intermittent fasting)\s+diet\b",
+        lambda m: _Fact("diet", "", m.group("val").lower()),
+    ),
+    _rule(
+        r"\b(?:my|our)\s+(?:(?:older|younger|little|big|new|best)\s+)?" + rf"(?P<role>{ROLES})\b"
+        r"(?:'s\s+name\s+is|,|\s+is\s+named|\s+called|)\s+(?P<val>(?-i:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?))\b",
+        _relationship,
+    ),
+    _rule(
+        r"\b(?P<val>(?-i:[A-Z][a-z]+))\s+is\s+my\s+(?:(?:older|younger|little|big|new|best)\s+)?"
+        + rf"(?P<role>{ROLES})\b",
+        _relationship,
+    ),
+    _rule(
+        _HEAD
+        + _NEG
+        + r"(?:am\s+|are\s+|got\s+|getting\s+)?(?P<val>married|engaged|divorced|single|separated|widowed|"
+        r"in\s+a\s+relationship|seeing\s+someone|broke\s+up)\b",
+        _status,
+    ),
+    _rule(
+        r"\b(?:my|our|the)\s+"
+        + rf"(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{_EVENT_NOUNS}))\s+(?:is|was|has\s+been|got|will\s+be)\s+"
+        r"(?:now\s+|officially\s+|finally\s+)?(?:moved|rescheduled|postponed|pushed(?:\s+back)?|changed|set|scheduled|planned|booked)?"
+        r"\s*(?:to|for|on|in)?\s*" + _DATE,
+        _plan,
+    ),
+    _rule(
+        _HEAD
+        + r"(?:am\s+|are\s+)?(?:running|doing|having|hosting|taking|attending|going\s+to|flying\s+to|leaving\s+for)\s+"
+        rf"(?:the|a|an|my|our)\s+(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{_EVENT_NOUNS}))\s+(?:on|in|next|this)\s*"
+        + _DATE,
+        _plan,
+    ),
+    _rule(
+        _HEAD
+        + r"(?:hung|hang|hanging|put|moved|placed|displayed|display|keep|kept|stored|store|mounted)\s+(?:up\s+)?"
+        r"(?:the|my|our)\s+(?P<thing>[^,.;!?]{2,60}?)\s+(?:in|on|to|into|over|above)\s+(?:the|my|our)\s+"
+        r"(?P<place>[\w -]{2,30}?)(?=\s*(?:[,.;!?]|$|\s(?:and|but|so|because|where|to|for|now)\b))",
+        _location,
+    ),
+    _rule(
+        r"\b(?:the|my|our)\s+(?P<thing>[^,.;!?]{2,60}?)\s+is\s+(?:now\s+|still\s+)?(?:hanging|displayed|kept|sitting|stored|"
+        r"placed|mounted)\s+(?:in|on|over|above)\s+(?:the|my|our)\s+(?P<place>[\w -]{2,30}?)"
+        r"(?=\s*(?:[,.;!?]|$|\s(?:and|but|so|because|where|now)\b))",
+        _location,
+    ),
+    _rule(
+        _HEAD
+        + r"(?:am|turned|just\s+turned|will\s+turn|turning)\s+(?P<num>\d{1,3}|twenty|thirty|forty|fifty|sixty)"
+        r"(?:\s+years?\s+old|\s+years\s+of\s+age|(?=\s*(?:[,.;!?]|$|\s(?:and|but|now|this|last|today)\b)))",
+        _age,
+    ),
+)
+
+
+def _subject(m: re.Match) -> str | None:
+    """ "speaker", a name, "speaker's <role>", or None for a subject that is no one ("It", "This")."""
+    raw = m.groupdict().get("subj")
+    if raw is None:
+        return SPEAKER
+    low = raw.lower()
+    if low in ("i", "we"):
+        return SPEAKER
+    rel = re.match(
+        rf"(?:my|our) (?:(?:older|younger|little|big|new|best) )?({ROLES})\b(?:,? ([A-Z][a-z]+))?", raw, re.I
+    )
+    if rel:
+        return rel.group(2) or f"{SPEAKER}'s {rel.group(1).lower()}"
+    if low in {"it", "this", "that", "there", "here", "they", "he", "she", "you", "what", "which", "then", "now",
+               "today", "yesterday", "also", "honestly", "actually", "well", "yes", "so", "and", "but"}:  # fmt: skip
+        return None
+    return raw
+
+
+def offline_claims(
+    concept_type: str, clause: str, spoken_at: datetime, is_person: bool = True
+) -> list[ClaimCandidate]:
+    """The claims a fact candidate's clause states, by the rules above (names and non-persons: none)."""
+    if concept_type not in FACT_TYPES or not is_person:
+        return []
+    text = expand(clause)
+    if re.match(r"\s*(?:if|unless|whether|when|what if)\b", text, re.I) or text.rstrip().endswith("?"):
+        return []
+    out: dict[tuple[str, str, str], ClaimCandidate] = {}
+    for rule in RULES:
+        for m in rule.pattern.finditer(text):
+            fact = rule.build(m)
+            subject = _subject(m)
+            if fact is None or subject is None or not fact.value:
+                continue
+            key = (subject.lower(), fact.slot, fact.qualifier)
+            if key in out:
+                continue  # the first (more specific) rule wins for a slot
+            when = stated_valid_from(text, spoken_at, future=fact.future) if fact.dated else None
+            value = fact.value
+            if fact.slot == "plan_date":
+                resolved = stated_valid_from(value, spoken_at, future=True)
+                value = resolved.isoformat() if resolved else value
+            out[key] = ClaimCandidate(
+                subject=subject,
+                slot=fact.slot,
+                qualifier=fact.qualifier,
+                value=value,
+                polarity=fact.polarity,
+                valid_from=when.isoformat() if when else "",
+            )
+    return list(out.values())
