@@ -108,6 +108,7 @@ def scoped_rank(
     roles: tuple[str, ...] | None = None,
     psychological_access: bool = False,
     settings: RetrievalSettings | None = None,
+    believed_at: datetime | None = None,
 ) -> MemoryAnswer:
     """`rank` through the middleware: asks the base for more than k and keeps what is in scope."""
     guard = ScopeGuard(reader, scope)
@@ -122,6 +123,7 @@ def scoped_rank(
             roles=roles,
             psychological_access=psychological_access,
             settings=settings,
+            believed_at=believed_at,
         )
         kept = [i for i in answer.items if guard.message(i.message_id)]
         if len(kept) >= k or fetch >= total or len(answer.items) < fetch:
