@@ -12,6 +12,7 @@ import warnings
 import click
 
 from memory_cli.eval_cmd import eval_group
+from memory_cli.facts_cmd import facts_command
 from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
@@ -484,6 +485,7 @@ def demo(ctx, name) -> None:
 
 
 cli.add_command(eval_group)
+cli.add_command(facts_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -87,6 +87,7 @@ class FactTable:
     by_concept: dict[str, list[int]] = field(default_factory=dict)  # concept id → its claims
     versions_of_claim: dict[str, list[int]] = field(default_factory=dict)  # claim id → version rows
     versions_of_key: dict[str, list[int]] = field(default_factory=dict)  # state key → version rows
+    closed_by: dict[str, list[int]] = field(default_factory=dict)  # claim id → version rows it closed
 
     @property
     def empty(self) -> bool:
@@ -114,6 +115,8 @@ def load_fact_table(reader: CorpusReader) -> FactTable:
         table.versions_of_key.setdefault(v["state_key"], []).append(i)
         for claim_id in v["claim_ids"] or ():
             table.versions_of_claim.setdefault(claim_id, []).append(i)
+        if v["closed_by_claim_id"]:
+            table.closed_by.setdefault(v["closed_by_claim_id"], []).append(i)
     return table
 
 
@@ -175,11 +178,26 @@ class FactView:
             return "current"
         return version["status"]
 
+    def closed(self, claim_id: str) -> dict | None:
+        """The believed version this claim closed (a negation: "I sold the Civic"), if any."""
+        for i in self.table.closed_by.get(claim_id, []):
+            v = self.table.versions[i]
+            if _believed(v, self.believed_at):
+                return v
+        return None
+
     def note(self, claim: dict) -> FactNote | None:
         if not self.known(claim):
             return None
         status = self._claim_status(claim)
         version = self.version(claim["claim_id"]) if status in ("active", "disputed") else None
+        if version is None and claim["polarity"] == "negated" and status == "active":
+            ended = self.closed(claim["claim_id"])
+            return FactNote(
+                claim["claim_id"], claim["subject_label"] or claim["subject"], claim["attribute"], claim["value"],
+                "ends" if ended else "unplaced", claim["valid_from"], None, ended["state_key"] if ended else None,
+                reason="says it stopped" + ("" if ended else "; nothing open to end"),
+            )  # fmt: skip
         if version is None:
             return FactNote(
                 claim["claim_id"], claim["subject_label"] or claim["subject"], claim["attribute"], claim["value"],
@@ -312,3 +330,95 @@ def annotate_facts(state, items, concepts) -> None:
     for hit in concepts:
         notes = [view.note(table.claims[i]) for i in table.by_concept.get(hit.concept_id, [])]
         hit.facts = described([n for n in notes if n is not None])
+
+
+# ------------------------------------------------------------------------------------------ history views
+def _cite(message_id: str | None) -> str | None:
+    return f"[Source:{message_id}]" if message_id else None
+
+
+def _state_view(view: FactView, version: dict, claims_by_id: dict[str, dict]) -> dict:
+    nxt = view.state(version["superseded_by"])
+    return {
+        "fact_state_id": version["fact_state_id"],
+        "state_key": version["state_key"],
+        "value": version["value"],
+        "status": view.status_at(version),
+        "valid_from": version["valid_from"].isoformat(),
+        "valid_until": version["valid_until"].isoformat() if version["valid_until"] else None,
+        "recorded_at": version["recorded_at"].isoformat(),
+        "superseded_at": version["superseded_at"].isoformat() if version["superseded_at"] else None,
+        "superseded_by": (
+            {
+                "value": nxt["value"] if nxt else None,
+                "state_key": version["superseded_by"],
+                "cite": _cite(version["closed_by_message_id"]),
+            }
+            if version["closed_by_message_id"]
+            else None
+        ),  # fmt: skip
+        "conflicts_with": list(version["conflicts_with"] or []),
+        "decided_by": version["decided_by"],
+        "rationale": version["rationale"] or "",
+        "concept": f"[Concept:{version['concept_id']}]" if version["concept_id"] else None,
+        "evidence": [
+            {"cite": _cite(c["message_id"]), "text": c["text"], "said_at": c["spoken_at"].isoformat()}
+            for c in (claims_by_id.get(i) for i in version["claim_ids"] or [])
+            if c is not None
+        ],
+    }
+
+
+def _matches(text: str | None, wanted: str | None) -> bool:
+    return wanted is None or (wanted.casefold() in (text or "").casefold())
+
+
+def fact_history(
+    reader: CorpusReader,
+    subject: str | None = None,
+    slot: str | None = None,
+    *,
+    as_of: datetime | None = None,
+    believed_at: datetime | None = None,
+) -> list[dict]:
+    """Per (subject, slot key): its states in valid-time order as memory believes them (or believed them at
+    `believed_at`), each with its status at `as_of` (default now), what replaced it and its evidence; the
+    value current then; and the claims that are in no history (stale, rejected, abandoned branches) with
+    why. `subject` / `slot` filter by a part of the subject's name or the slot key."""
+    table = reader.facts()
+    view = FactView(table, as_of, believed_at)
+    claims_by_id = {c["claim_id"]: c for c in table.claims}
+    groups: dict[tuple[str, str], dict] = {}
+    for version in table.versions:
+        if not _believed(version, believed_at):
+            continue
+        if not (_matches(version["subject"], subject) or _matches(version["subject_label"], subject)):
+            continue
+        if slot is not None and not version["attribute"].startswith(slot):
+            continue
+        key = (version["subject"], version["attribute"])
+        group = groups.setdefault(
+            key, {"subject": version["subject_label"] or version["subject"], "slot": version["attribute"],
+                  "states": [], "current": None, "not_in_history": []},
+        )  # fmt: skip
+        state = _state_view(view, version, claims_by_id)
+        group["states"].append(state)
+        if state["status"] == "current":
+            group["current"] = state["value"]
+    for c in table.claims:
+        key = (c["subject"], c["attribute"])
+        if key in groups and view.known(c) and view.version(c["claim_id"]) is None:
+            note = view.note(c)
+            if note.status != "ends":  # a negation that closed a state is that state's closing evidence
+                groups[key]["not_in_history"].append(
+                    {
+                        "value": c["value"],
+                        "status": note.status,
+                        "reason": note.reason,
+                        "cite": _cite(c["message_id"]),
+                    }
+                )
+    out = sorted(groups.values(), key=lambda g: (g["subject"], g["slot"]))
+    for g in out:
+        g["states"].sort(key=lambda s: (s["valid_from"], s["state_key"]))
+    return out
