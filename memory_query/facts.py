@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import select
 
 from memory_core.lexical import tokenize
-from memory_core.store.schema import claims, fact_states
+from memory_core.store.schema import claims, conversations, fact_states, messages
 from memory_query.reader import CorpusReader
 
 # what a question about a slot says (stemmed like the question): a group is asked about when the question
@@ -89,9 +89,54 @@ class FactTable:
     versions_of_key: dict[str, list[int]] = field(default_factory=dict)  # state key → version rows
     closed_by: dict[str, list[int]] = field(default_factory=dict)  # claim id → version rows it closed
 
+    #: an abandoned ChatGPT branch's message → the active branch's message in its place (same depth below
+    #: the fork): what must outrank it
+    alternatives: dict[str, str] = field(default_factory=dict)
+
     @property
     def empty(self) -> bool:
-        return not self.versions
+        return not self.versions and not self.alternatives
+
+
+def branch_alternatives(reader: CorpusReader) -> dict[str, str]:
+    """For each message of an abandoned ChatGPT branch, the active-branch message at the same depth below
+    the point where the branches fork (the edited message's kept version, its reply ...)."""
+    with reader.store.source.connect() as conn:
+        branched = [
+            r.conversation_id
+            for r in conn.execute(
+                select(conversations.c.conversation_id).where(conversations.c.source_format == "chatgpt")
+            )
+        ]
+        rows = []
+        for i in range(0, len(branched), 500):
+            rows += conn.execute(
+                select(messages.c.message_id, messages.c.parent_id, messages.c.attributes).where(
+                    messages.c.conversation_id.in_(branched[i : i + 500])
+                )
+            ).all()
+    parent = {r.message_id: r.parent_id for r in rows}
+    active = {r.message_id for r in rows if (r.attributes or {}).get("on_active_branch", True) is not False}
+    active_child: dict[str, str] = {}
+    for r in rows:
+        if r.message_id in active and r.parent_id is not None:
+            active_child[r.parent_id] = r.message_id
+    out: dict[str, str] = {}
+    for mid in parent:
+        if mid in active:
+            continue
+        depth, node = 0, mid
+        while node is not None and node not in active:
+            node, depth = parent.get(node), depth + 1
+        if node is None:
+            continue
+        for _ in range(depth):
+            if node not in active_child:
+                break
+            node = active_child[node]
+        if node in active and node != mid:
+            out[mid] = node
+    return out
 
 
 def load_fact_table(reader: CorpusReader) -> FactTable:
@@ -105,7 +150,7 @@ def load_fact_table(reader: CorpusReader) -> FactTable:
                 .order_by(fact_states.c.recorded_at)
             ).mappings()
         ]
-    table = FactTable(claim_rows, versions)
+    table = FactTable(claim_rows, versions, alternatives=branch_alternatives(reader))
     for i, c in enumerate(claim_rows):
         table.by_message.setdefault(c["message_id"], []).append(i)
         table.by_group.setdefault((c["subject"], c["attribute"]), []).append(i)
@@ -259,6 +304,7 @@ def current_fact_lift(state) -> np.ndarray:
     index, fused, visible = state.table.index, state.fused, state.visible
     tokens = set(state.tokens)
     seeds = [int(i) for i in np.argsort(-fused)[:FACT_SEEDS] if np.isfinite(fused[i]) and fused[i] > 0]
+    _lift_active_branches(state, table, seeds, out)
     groups: dict[tuple[str, str], dict] = {}
     for mi in seeds:
         for ci in table.by_message.get(state.table.ids[mi], []):
@@ -288,6 +334,18 @@ def current_fact_lift(state) -> np.ndarray:
         if gap >= 0:
             out[latest] = max(out[latest], gap + 1e-3 * max(1.0, abs(best_old)))
     return out
+
+
+def _lift_active_branches(state, table: FactTable, seeds: list[int], out: np.ndarray) -> None:
+    """An abandoned branch's message never outranks the active branch's message in its place."""
+    index, fused, visible = state.table.index, state.fused, state.visible
+    for mi in seeds:
+        alternative = index.get(table.alternatives.get(state.table.ids[mi], ""))
+        if alternative is None or not visible[alternative]:
+            continue
+        gap = float(fused[mi]) - float(fused[alternative])
+        if gap >= 0:
+            out[alternative] = max(out[alternative], gap + 1e-3 * max(1.0, abs(float(fused[mi]))))
 
 
 def _claims_of(table: FactTable, key: tuple[str, str], view: FactView) -> list[dict]:

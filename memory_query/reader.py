@@ -254,7 +254,7 @@ class CorpusReader:
         """Claims and FactState versions (`memory_query.facts.FactTable`), loaded once per store version."""
         from memory_query.facts import load_fact_table
 
-        return self._cached("facts", self._sql_stamp("staging"), lambda: load_fact_table(self))
+        return self._cached("facts", self._sql_stamp("source", "staging"), lambda: load_fact_table(self))
 
     def speakers(self) -> dict[str, np.ndarray]:
         """A named participant's first name (lower case) → indexes of the messages they wrote. Role-like
