@@ -97,7 +97,7 @@ def test_the_current_fact_ranks_first_and_the_superseded_one_says_so(home, runne
         history = {g["slot"]: g for g in fact_history(reader, "user")}
     assert history["residence"]["current"] == "Seattle" and history["workplace"]["current"] == "Amazon"
     assert history["possession:cat"]["current"] == "3" and history["favourite:food"]["current"] == "ramen"
-    assert [s["value"] for s in history["schedule:gym"]["states"]] == [
+    assert [s["value"] for s in history["schedule:gym day"]["states"]] == [
         "Mondays and Wednesdays",
         "Tuesdays and Thursdays",
     ]

@@ -10,6 +10,7 @@ import pytest
 
 from memory_core.ontology.claims import SLOT_NAMES, SLOTS, slot_vocabulary_text
 from memory_core.revision.history import ClaimView, Verdict, build_history, rule_verdict
+from memory_core.revision.scan import fact_spans
 from memory_core.revision.slot_rules import offline_claims
 from memory_core.revision.slots import normalise_value, same_value, singular, subject_key
 from memory_core.revision.valid_time import stated_valid_from
@@ -41,10 +42,15 @@ def facts(text: str, kind: str = "belief") -> set[tuple]:
         ("My favourite food is ramen these days", {("speaker", "favourite", "food", "ramen", "affirmed", "")}),
         ("I prefer tea now", {("speaker", "preference", "drink", "tea", "affirmed", "")}),
         ("I go to the gym on Tuesdays and Thursdays now",
-         {("speaker", "schedule", "gym", "Tuesdays and Thursdays", "affirmed", "")}),
+         {("speaker", "schedule", "gym day", "Tuesdays and Thursdays", "affirmed", "")}),
         ("I need to be done before I head to the gym, which is usually at 6:00 pm",
-         {("speaker", "schedule", "gym", "6:00 pm", "affirmed", "")}),
-        ("I can only run in the evenings", {("speaker", "schedule", "running", "evenings", "affirmed", "")}),
+         {("speaker", "schedule", "gym time", "6:00 pm", "affirmed", "")}),
+        ("my gym sessions, which I usually go to at 7:00 pm on Mondays, Wednesdays, and Fridays",
+         {("speaker", "schedule", "gym time", "7:00 pm", "affirmed", ""),
+          ("speaker", "schedule", "gym day", "Mondays, Wednesdays and Fridays", "affirmed", "")}),
+        ("I've been consistent with my gym routine - four times a week",
+         {("speaker", "schedule", "gym frequency", "four times a week", "affirmed", "")}),
+        ("I can only run in the evenings", {("speaker", "schedule", "running time", "evenings", "affirmed", "")}),
         ("I've had my Canon EOS 80D with me on five trips now", {("speaker", "count", "trip", "5", "affirmed", "")}),
         ("My sister lives in Denver", {("speaker's sister", "residence", "", "Denver", "affirmed", "")}),
         ("My half marathon is on May 5", {("speaker", "plan_date", "half marathon", "2025-05-05", "affirmed", "")}),
@@ -72,6 +78,15 @@ def test_offline_slot_rules_fill_what_a_statement_sets(text, expected):
 )
 def test_offline_slot_rules_set_nothing_from_wishes_conditions_and_vague_words(text):
     assert facts(text) == set()
+
+
+def test_a_fact_inside_a_question_is_read_from_its_tail_only():
+    text = (
+        "Can you set reminders for my gym sessions, which I usually go to at 7:00 pm? Do you live in Paris?"
+    )
+    [(start, end)] = fact_spans(text)
+    assert text[start:end] == "my gym sessions, which I usually go to at 7:00 pm"
+    assert fact_spans("What do you think? I live in Porto now.") == [(19, 38)]
 
 
 def test_names_and_assistant_messages_carry_no_claims():

@@ -63,7 +63,10 @@ SLOTS: dict[str, tuple[str, str]] = {
     "count": ("how many times or items of an experience so far", "what is counted, singular (trip)"),
     "favourite": ("the subject's favourite of a category", "the category (food, band, movie)"),
     "preference": ("what the subject prefers in a category", "the category (drink, seat)"),
-    "schedule": ("when the subject does a recurring activity", "the activity (gym, running)"),
+    "schedule": (
+        "when the subject does a recurring activity, one part per claim",
+        "the activity and the part: '<activity> day', '<activity> time' or '<activity> frequency' (gym time)",
+    ),
     "diet": ("the subject's diet (vegan, vegetarian, keto)", ""),
     "relationship": ("the name of the subject's partner or relative in a role", "the role (wife, sister)"),
     "relationship_status": ("single, dating, engaged, married, divorced", ""),

@@ -26,6 +26,7 @@ from memory_core.ids import stable_uuid
 from memory_core.ontology.claims import SLOT_NAMES, slot_key
 from memory_core.reports import Figures
 from memory_core.revision.grounding import current_segment_ids, grounding, source_messages
+from memory_core.revision.scan import ReadSpan, scan_messages
 from memory_core.revision.slots import normalise_qualifier, normalise_value, subject_key
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import claims, mentions
@@ -46,6 +47,7 @@ class ClaimsReport:
     status_changes: Counter = field(default_factory=Counter)  # "active→rejected" ...
     dropped: Counter = field(default_factory=Counter)  # teacher claims not kept, by reason
     stated_valid_time: int = 0
+    scanned: int = 0  # claims the slot rules read in messages beyond the teacher's concepts
     seconds: float = 0.0
 
     def as_metadata(self) -> Figures:
@@ -59,6 +61,7 @@ class ClaimsReport:
             "claims_dropped": dict(self.dropped),
             "mentions_with_claims": self.mentions_with_claims,
             "stated_valid_time": self.stated_valid_time,
+            "claims_read_in_messages": self.scanned,
             "seconds": round(self.seconds, 3),
         }
 
@@ -70,16 +73,16 @@ def _parse_day(text: str) -> datetime | None:
         return None
 
 
-def claim_rows(mention, message, segment_current: bool, now: datetime, report: ClaimsReport) -> list[dict]:
-    """The claim rows of one mention (statuses as its source stands now)."""
-    status, reason = grounding(
-        message, mention.span_start, mention.span_end, mention.surface, segment_current
-    )
+def claim_rows(
+    read: ReadSpan, message, segment_current: bool, now: datetime, report: ClaimsReport
+) -> list[dict]:
+    """The claim rows read in one span (statuses as its source stands now)."""
+    status, reason = grounding(message, read.span_start, read.span_end, read.surface, segment_current)
     if status == "active" and message is not None and not message.on_active_branch:
         status, reason = "archived", ABANDONED_BRANCH
     author, role = (message.author, message.role) if message is not None else ("", "user")
     rows = []
-    for raw in mention.claims or []:
+    for raw in read.claims:
         slot = str(raw.get("slot", ""))
         if slot not in SLOT_NAMES:
             report.dropped["unknown_slot"] += 1
@@ -93,22 +96,22 @@ def claim_rows(mention, message, segment_current: bool, now: datetime, report: C
         subject, label = subject_key(str(raw.get("subject", "")), author, role)
         polarity = "negated" if raw.get("polarity") == "negated" else "affirmed"
         stated = _parse_day(str(raw.get("valid_from", "")))
-        spoken = mention.message_created_at
+        spoken = read.spoken_at
         if stated is not None and (stated.year < 1900 or (stated - spoken).days > _MAX_STATED_AHEAD_DAYS):
             report.dropped["implausible_valid_time"] += 1
             stated = None
         attribute = slot_key(slot, qualifier)
         rows.append(
             dict(
-                claim_id=stable_uuid("claim", mention.mention_id, subject, attribute, value_norm, polarity),
-                concept_id=mention.consolidated_id or "",
-                message_id=mention.message_id,
-                text=mention.surface,
+                claim_id=stable_uuid("claim", read.key, subject, attribute, value_norm, polarity),
+                concept_id=read.concept_id,
+                message_id=read.message_id,
+                text=read.surface,
                 state=status,
                 recorded_at=now,
-                mention_id=mention.mention_id,
-                segment_id=mention.segment_id,
-                conversation_id=mention.conversation_id,
+                mention_id=read.mention_id,
+                segment_id=read.segment_id,
+                conversation_id=read.conversation_id,
                 subject=subject,
                 subject_label=label,
                 slot=slot,
@@ -117,14 +120,14 @@ def claim_rows(mention, message, segment_current: bool, now: datetime, report: C
                 value=value,
                 value_norm=value_norm,
                 polarity=polarity,
-                span_start=mention.span_start,
-                span_end=mention.span_end,
+                span_start=read.span_start,
+                span_end=read.span_end,
                 valid_from=stated or spoken,
                 valid_time_source="stated" if stated is not None else "utterance",
                 spoken_at=spoken,
                 state_reason=reason,
                 state_changed_at=now,
-                extractor=mention.extractor,
+                extractor=read.extractor,
                 on_active_branch=message.on_active_branch if message is not None else True,
             )
         )
@@ -158,22 +161,30 @@ def _next_status(old: dict, new: dict) -> str:
     return new["state"]
 
 
-def build_claims(store: CorpusStore, now: datetime | None = None) -> ClaimsReport:
-    """Write the claims of every fact-bearing mention; re-ground the ones already stored. The caller holds
+def build_claims(store: CorpusStore, now: datetime | None = None, scan: bool = True) -> ClaimsReport:
+    """Write the claims of every fact-bearing mention (and, with `scan`, those the slot rules read in people's
+    messages the offline teacher made no concept of); re-ground the ones already stored. The caller holds
     the corpus write lock."""
     started = time.perf_counter()
     now = now or utcnow()
     report = ClaimsReport()
-    found = _mentions_with_claims(store)
+    found = [ReadSpan.of_mention(m) for m in _mentions_with_claims(store)]
     report.mentions_with_claims = len(found)
-    sources = source_messages(store, {m.message_id for m in found})
     current = current_segment_ids(store)
+    sources = source_messages(store, {m.message_id for m in found})
     fresh: dict[str, dict] = {}
-    for mention in found:
-        for row in claim_rows(
-            mention, sources.get(mention.message_id), mention.segment_id in current, now, report
-        ):
+    for read in found:
+        for row in claim_rows(read, sources.get(read.message_id), read.segment_id in current, now, report):
             fresh.setdefault(row["claim_id"], row)
+    if scan:
+        said = {(r["message_id"], r["subject"], r["attribute"], r["value_norm"]) for r in fresh.values()}
+        scanned = scan_messages(store)
+        sources.update(source_messages(store, {r.message_id for r in scanned} - set(sources)))
+        for read in scanned:
+            for row in claim_rows(read, sources.get(read.message_id), True, now, report):
+                if (row["message_id"], row["subject"], row["attribute"], row["value_norm"]) not in said:
+                    fresh.setdefault(row["claim_id"], row)
+                    report.scanned += 1
     with store.staging.connect() as conn:
         stored = {r["claim_id"]: dict(r) for r in conn.execute(select(claims)).mappings()}
     inserts, changes = [], []
@@ -189,18 +200,22 @@ def build_claims(store: CorpusStore, now: datetime | None = None) -> ClaimsRepor
             report.status_changes[f"{old['state']}→{status}"] += 1
         if change:
             changes.append({"b_claim_id": claim_id, **{f"b_{k}": change.get(k, old[k]) for k in _UPDATABLE}})
-    for claim_id, old in stored.items():  # a claim whose mention no longer states it
-        if claim_id not in fresh and old["state"] != "rejected":
-            report.status_changes[f"{old['state']}→rejected"] += 1
-            changes.append(
-                {
-                    "b_claim_id": claim_id,
-                    **{f"b_{k}": old[k] for k in _UPDATABLE},
-                    "b_state": "rejected",
-                    "b_state_reason": "its mention no longer states it (re-extracted or removed)",
-                    "b_state_changed_at": now,
-                }
-            )
+    gone = [old for claim_id, old in stored.items() if claim_id not in fresh and old["state"] != "rejected"]
+    texts = source_messages(store, {old["message_id"] for old in gone})
+    for old in gone:  # a claim no longer read where it was: its source changed, or its mention went
+        status, reason = grounding(
+            texts.get(old["message_id"]), old["span_start"], old["span_end"], old["text"], True
+        )
+        report.status_changes[f"{old['state']}→rejected"] += 1
+        changes.append(
+            {
+                "b_claim_id": old["claim_id"],
+                **{f"b_{k}": old[k] for k in _UPDATABLE},
+                "b_state": "rejected",
+                "b_state_reason": reason if status == "rejected" else "no longer read there (re-extracted)",
+                "b_state_changed_at": now,
+            }
+        )
     with store.staging.begin() as conn:
         if inserts:
             conn.execute(insert(claims), inserts)

@@ -144,10 +144,10 @@ class _Fact:
 @dataclass(frozen=True)
 class _Rule:
     pattern: re.Pattern
-    build: Callable[[re.Match], _Fact | None]
+    build: Callable[[re.Match], _Fact | list[_Fact] | None]
 
 
-def _rule(pattern: str, build: Callable[[re.Match], _Fact | None]) -> _Rule:
+def _rule(pattern: str, build: Callable[[re.Match], _Fact | list[_Fact] | None]) -> _Rule:
     return _Rule(re.compile(pattern, re.IGNORECASE), build)
 
 
@@ -204,14 +204,34 @@ def _ordinal(m: re.Match) -> _Fact | None:
     return _Fact("possession", singular(m.group("noun").lower()), str(n)) if n else None
 
 
-def _schedule(m: re.Match) -> _Fact | None:
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d\d)?\s*[ap]\.?m\.?|\bnoon\b|\bmidnight\b|\blunch(?:time)?\b", re.I)
+_DAY_PART = re.compile(r"\b(?:early |late )?(?:morning|afternoon|evening|night)s?\b", re.I)
+_DAYS = re.compile(rf"\b(?:{_WEEKDAY}|weekdays|weekends?)\b", re.I)
+_FREQUENCY = re.compile(
+    r"\b(?:\d+|once|twice|two|three|four|five|six|seven)\s+(?:times\s+)?(?:a|per)\s+(?:week|day|month)\b|\b(?:daily|weekly)\b",
+    re.I,
+)
+
+
+def _schedule(m: re.Match) -> list[_Fact] | None:
+    """When an activity recurs, in its independent parts: which days, what time (a clock time or part of
+    the day), how often — each its own qualifier ("gym day", "gym time", "gym frequency"), so a new time
+    replaces the old time without saying anything about the days."""
     act = _ACTIVITIES.get(m.group("act").lower().rstrip("s"), _ACTIVITIES.get(m.group("act").lower()))
     when = _clean(m.group("when"))
     if not act or not when:
         return None
-    return _Fact(
-        "schedule", act, re.sub(r"^(?:on|at|in the|every|each|around)\s+", "", when, flags=re.I), dated=False
-    )
+    parts = []
+    time = _CLOCK.findall(when) or _DAY_PART.findall(when)
+    if time:
+        parts.append(("time", " and ".join(t.strip() for t in time)))
+    days = _DAYS.findall(when)
+    if days:
+        parts.append(("day", ", ".join(days[:-1]) + (" and " if len(days) > 1 else "") + days[-1]))
+    frequency = _FREQUENCY.findall(when)
+    if frequency:
+        parts.append(("frequency", frequency[0]))
+    return [_Fact("schedule", f"{act} {part}", value, dated=False) for part, value in parts] or None
 
 
 def _favourite(m: re.Match) -> _Fact | None:
@@ -527,27 +547,32 @@ def offline_claims(
     text = expand(clause)
     if re.match(r"\s*(?:if|unless|whether|when|what if)\b", text, re.I) or text.rstrip().endswith("?"):
         return []
+    return _claims_in(text, spoken_at)
+
+
+def _claims_in(text: str, spoken_at: datetime) -> list[ClaimCandidate]:
     out: dict[tuple[str, str, str], ClaimCandidate] = {}
     for rule in RULES:
         for m in rule.pattern.finditer(text):
-            fact = rule.build(m)
+            built = rule.build(m)
             subject = _subject(m)
-            if fact is None or subject is None or not fact.value:
+            if built is None or subject is None:
                 continue
-            key = (subject.lower(), fact.slot, fact.qualifier)
-            if key in out:
-                continue  # the first (more specific) rule wins for a slot
-            when = stated_valid_from(text, spoken_at, future=fact.future) if fact.dated else None
-            value = fact.value
-            if fact.slot == "plan_date":
-                resolved = stated_valid_from(value, spoken_at, future=True)
-                value = resolved.isoformat() if resolved else value
-            out[key] = ClaimCandidate(
-                subject=subject,
-                slot=fact.slot,
-                qualifier=fact.qualifier,
-                value=value,
-                polarity=fact.polarity,
-                valid_from=when.isoformat() if when else "",
-            )
+            for fact in built if isinstance(built, list) else [built]:
+                key = (subject.lower(), fact.slot, fact.qualifier)
+                if not fact.value or key in out:
+                    continue  # the first (more specific) rule wins for a slot
+                when = stated_valid_from(text, spoken_at, future=fact.future) if fact.dated else None
+                value = fact.value
+                if fact.slot == "plan_date":
+                    resolved = stated_valid_from(value, spoken_at, future=True)
+                    value = resolved.isoformat() if resolved else value
+                out[key] = ClaimCandidate(
+                    subject=subject,
+                    slot=fact.slot,
+                    qualifier=fact.qualifier,
+                    value=value,
+                    polarity=fact.polarity,
+                    valid_from=when.isoformat() if when else "",
+                )
     return list(out.values())
