@@ -48,14 +48,19 @@ _AUX = (
 )
 _HEAD = _SUBJ + _AUX
 _VALUE = r"(?P<val>[\w'&.-]+(?:\s+(?!(?:and|but|because|so|which|who|where|when|since|for|with|at|in|on|to|from|as|if|than|while|though|although|after|before|over|rather|instead|now|these|anymore|again)\b)[\w'&.-]+){0,4})"
-_NUM = r"(?P<num>\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_NOUNS = r"(?P<noun>(?:[a-z][a-z'-]*\s+)?[a-z][a-z'-]*s)\b"
+_NUM = r"(?P<num>\d+|a single|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NOUNS = r"(?P<noun>(?:[a-z][a-z'-]*\s+)?[a-z][a-z'-]*)\b"
 _ADJ = r"(?:(?:different|separate|more|other|new|free|little|big|small|adorable|rescue|beautiful|amazing|great|good|old|young|lovely|cute|black|white|orange|grey|gray|stray|pet|national|local|Korean|Italian|Japanese|Chinese|Mexican|Thai|Indian|French)\s+){0,2}"
 _PARTICIPLE = (
     r"(?:\w+ed|been|taken|had|done|seen|made|gone|run|read|written|eaten|met|flown|driven|ridden|swum|won|lost|"
     r"got|gotten|bought|brought|given|grown|known|shown|thrown|worn|sold|spent|built|caught|taught|found|held|"
     r"kept|left|paid|sent|told|heard|drunk|sung|begun|become|come|hit|cut|put|set)"
 )
+_FUNCTION_WORDS = {
+    "this", "that", "these", "those", "so", "now", "already", "yet", "as", "is", "was", "are", "were", "since",
+    "because", "which", "who", "in", "on", "at", "to", "for", "of", "with", "i", "we", "my", "our", "the", "a",
+    "an", "and", "or", "but", "more", "than", "it", "they", "you", "be", "been", "not", "very", "too", "from",
+}  # fmt: skip
 _NOT_COUNTED = {
     "days", "weeks", "months", "years", "hours", "minutes", "seconds", "times", "questions", "ideas", "options",
     "things", "ways", "reasons", "kinds", "types", "thoughts", "words", "steps", "points", "tips", "decades",
@@ -191,9 +196,15 @@ def _place(slot: str) -> Callable[[re.Match], _Fact | None]:
 def _count(slot: str) -> Callable[[re.Match], _Fact | None]:
     def build(m: re.Match) -> _Fact | None:
         noun = m.group("noun").lower()
-        if noun.split()[-1] in _NOT_COUNTED or noun.split()[0] in {"of", "the", "my", "and", "or"}:
+        words = noun.split()
+        if len(words) == 2 and words[1] in _FUNCTION_WORDS:
+            words = words[:1]  # "three books this month": the count is of books
+        if not words or words[-1] in _NOT_COUNTED or set(words) & _FUNCTION_WORDS:
             return None
+        noun = " ".join(words)
         n = number_of(m.group("num"))
+        if n is not None and n > 1 and not noun.endswith("s"):
+            return None  # "two" of a singular noun is not a count of it ("two free night's stays" ends in s)
         return _Fact(slot, singular(noun), str(n), dated=slot == "possession") if n else None
 
     return build
@@ -229,8 +240,11 @@ def _schedule(m: re.Match) -> list[_Fact] | None:
     if days:
         parts.append(("day", ", ".join(days[:-1]) + (" and " if len(days) > 1 else "") + days[-1]))
     frequency = _FREQUENCY.findall(when)
+    weekly = [d for d in days if d.lower().endswith("days") and d.lower() not in ("weekdays", "weekends")]
     if frequency:
         parts.append(("frequency", frequency[0]))
+    elif len(weekly) > 1:  # "on Tuesdays, Thursdays and Saturdays": three times a week
+        parts.append(("frequency", f"{len(weekly)} times a week"))
     return [_Fact("schedule", f"{act} {part}", value, dated=False) for part, value in parts] or None
 
 
@@ -498,10 +512,10 @@ RULES: tuple[_Rule, ...] = (
         _plan,
     ),
     _rule(
-        _HEAD
-        + r"(?:hung|hang|hanging|put|moved|placed|displayed|display|keep|kept|stored|store|mounted)\s+(?:up\s+)?"
-        r"(?:the|my|our)\s+(?P<thing>[^,.;!?]{2,60}?)\s+(?:in|on|to|into|over|above)\s+(?:the|my|our)\s+"
-        r"(?P<place>[\w -]{2,30}?)(?=\s*(?:[,.;!?]|$|\s(?:and|but|so|because|where|to|for|now)\b))",
+        r"\b(?:hung|hang|hanging|put|moved|placed|displayed|display|keep|kept|stored|store|mounted|leave|left)\s+"
+        r"(?:up\s+)?(?:the|my|our)\s+(?P<thing>[^,.;!?]{2,60}?)\s+(?:in|on|to|into|over|above|under|below|next\s+to|"
+        r"beside)\s+(?:the|my|our)\s+(?P<place>[\w -]{2,30}?)"
+        r"(?=\s*(?:[,.;!?]|$|\s(?:and|but|so|because|where|to|for|now|as|since|while)\b))",
         _location,
     ),
     _rule(

@@ -25,6 +25,7 @@ _TRAILING = re.compile(
 _ORDINALS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
              "ninth": 9, "tenth": 10}  # fmt: skip
 _WORD_NUMBER = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+_COUNT_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I)
 _TIME = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*([ap])\.?\s*m\.?\b", re.I)
 _IRREGULAR_SINGULAR = {"children": "child", "people": "person", "women": "woman", "men": "man",
                        "feet": "foot", "teeth": "tooth", "mice": "mouse", "geese": "goose",
@@ -69,6 +70,8 @@ def normalise_value(slot: str, value: str) -> str:
         n = number_of(text)
         return str(n) if n is not None else text.lower()
     low = text.lower()
+    if slot == "schedule":  # "four times a week" is "4 times a week"
+        low = _COUNT_WORD.sub(lambda m: str(NUMBER_WORDS[m.group(1).lower()]), low)
     low = _TIME.sub(
         lambda m: (
             f"{int(m.group(1))}{(':' + m.group(2)) if m.group(2) and m.group(2) != '00' else ''}{m.group(3).lower()}m"
