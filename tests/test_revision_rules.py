@@ -247,3 +247,26 @@ def test_contradiction_is_only_looked_for_inside_one_subject_and_slot():
     states = build_history([claim(1, "Portland", JAN)], rules_only, WINDOW)
     other = build_history([claim(2, "Amazon", JAN, attribute="workplace")], rules_only, WINDOW)
     assert [s.status for s in states + other] == ["current", "current"]
+
+
+def test_a_later_value_closes_both_sides_of_a_dispute():
+    states = build_history(
+        [claim(1, "Portland", JAN), claim(2, "Seattle", JAN + timedelta(minutes=5)), claim(3, "Tacoma", JUL)],
+        rules_only,
+        WINDOW,
+    )
+    assert [(s.value, s.status, s.valid_until.date() if s.valid_until else None) for s in states] == [
+        ("Portland", "superseded", JUL.date()),
+        ("Seattle", "superseded", JUL.date()),
+        ("Tacoma", "current", None),
+    ]
+    assert states[0].conflicts_with == [states[1].state_key]  # once disputed, it says so
+
+
+def test_a_later_restatement_settles_a_dispute():
+    states = build_history(
+        [claim(1, "Portland", JAN), claim(2, "Seattle", JAN + timedelta(minutes=5)), claim(3, "Seattle", JUL)],
+        rules_only,
+        WINDOW,
+    )
+    assert [(s.value, s.status) for s in states] == [("Portland", "superseded"), ("Seattle", "current")]

@@ -33,10 +33,11 @@ def _believed_states(store: CorpusStore) -> list[dict]:
 
 def no_overlapping_valid_intervals(store: CorpusStore) -> CheckResult:
     """Per (subject, slot key) the undisputed states memory believes never overlap in valid time: each
-    closes before the next opens, at most one is open."""
+    closes before the next opens, at most one is open. States that were ever disputed (they name what they
+    conflict with) overlap by definition and are reported by the fact-states stage instead."""
     by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s in _believed_states(store):
-        if s["status"] != "disputed":
+        if s["status"] != "disputed" and not s["conflicts_with"]:
             by_group[(s["subject"], s["attribute"])].append(s)
     overlaps = []
     for (subject, attribute), states in by_group.items():
