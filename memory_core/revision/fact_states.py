@@ -71,6 +71,7 @@ class FactStatesReport:
     claims_disputed: int = 0
     concepts_disputed: int = 0
     repairs_enqueued: int = 0
+    undecided: int = 0  # pairs the rules could not settle: what an adjudicator is asked (its calls, uncached)
     adjudications: Counter = field(default_factory=Counter)  # decision → n (failed: the fallback decided)
     llm_calls: int = 0
     seconds: float = 0.0
@@ -90,6 +91,7 @@ class FactStatesReport:
             "claims_disputed": self.claims_disputed,
             "concepts_disputed": self.concepts_disputed,
             "repairs_enqueued": self.repairs_enqueued,
+            "rules_undecided": self.undecided,
             "adjudicator": self.adjudicator,
             "adjudications": dict(self.adjudications),
             "llm_calls": self.llm_calls,
@@ -184,6 +186,7 @@ class _Decider:
         verdict = rule_verdict(open_states, claim, self.config.window)
         if verdict is not None:
             return verdict
+        self.report.undecided += 1
         if self.adjudicator is not None:
             try:
                 verdict = self.adjudicator.adjudicate(open_states, claim)
