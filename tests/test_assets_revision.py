@@ -296,3 +296,107 @@ def test_the_facts_command_prints_and_exports_the_history(home, runner, tmp_path
     body = json.loads(as_json.output)
     residence = next(g for g in body["facts"] if g["slot"] == "residence")
     assert residence["current"] == "Portland" and body["as_of"] == "2024-05-01"
+
+
+def test_facts_history_and_fact_states_over_mcp(home, runner, tmp_path):
+    import asyncio
+
+    from mcp import Client
+
+    from memory_query.mcp_server import MemoryServer, build_server
+    from tests.test_mcp import _data
+
+    assert build(runner, "moves", write_chat(tmp_path / "moves.jsonl", MOVES)).success
+    server = build_server(MemoryServer(home, ["moves"]))
+
+    async def session():
+        async with Client(server) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            facts = _data(await client.call_tool("facts", {"corpus": "moves", "slot": "residence"}))
+            march = _data(
+                await client.call_tool(
+                    "facts", {"corpus": "moves", "slot": "residence", "as_of": "2024-03-01"}
+                )
+            )
+            answer = _data(
+                await client.call_tool("query_memory", {"corpus": "moves", "question": "Where do I live?"})
+            )
+            old = facts["facts"][0]["states"][0]["fact_state_id"]
+            node = _data(await client.call_tool("explore_node", {"corpus": "moves", "node_id": old}))
+            concept = facts["facts"][0]["states"][1]["concept"][len("[Concept:") : -1]
+            lensed = _data(
+                await client.call_tool(
+                    "lens", {"corpus": "moves", "node_id": concept, "paths": ["Concept>FactState>HISTORY"]}
+                )
+            )
+            return tools, facts, march, answer, node, lensed
+
+    tools, facts, march, answer, node, lensed = asyncio.run(session())
+    assert "facts" in tools
+    [residence] = facts["facts"]
+    assert residence["current"] == "Seattle" and [s["value"] for s in residence["states"]] == [
+        "Portland",
+        "Seattle",
+    ]
+    assert residence["states"][0]["superseded_by"]["value"] == "Seattle"
+    assert march["facts"][0]["current"] == "Portland"
+    first, second = answer["evidence"][:2]
+    assert (first["fact_status"], second["fact_status"]) == ("current", "superseded")
+    assert second["superseded_by"] == first["cite"] and second["valid_until"] == "2024-07-15T20:00:00"
+    assert node["type"] == "FactState" and "Portland" in node["summary"] and "superseded" in node["summary"]
+    assert node["relations"]["FactState>SUPERSEDED_BY"]["first"][0]["label"].startswith(
+        "the user residence: Seattle"
+    )
+    history = lensed["paths"]["Concept>FactState>HISTORY"]["items"]
+    assert [h["label"].split(":")[1].split("(")[0].strip() for h in history] == ["Portland", "Seattle"]
+
+
+def test_a_concept_holding_two_values_of_one_fact_is_split(home, runner, tmp_path):
+    """As if the memory loop had attached "ramen" to the "sushi" concept: the repair worker splits them."""
+    from memory_core.concepts.snapshots import Workspace, write_state
+    from memory_core.revision.repair import run_repairs
+    from memory_core.store.schema import mentions
+
+    assert build(runner, "moves", write_chat(tmp_path / "moves.jsonl", MOVES)).success
+    store = home.corpus("moves")
+    with store.staging.connect() as conn:
+        food = {
+            r.value: r.concept_id
+            for r in conn.execute(
+                select(claims.c.value, claims.c.concept_id).where(claims.c.attribute == "favourite:food")
+            )
+        }
+    sushi, ramen = food["sushi"], food["ramen"]
+    ws = Workspace(store)
+    before = ws.snapshot([sushi, ramen])
+    after = json.loads(json.dumps(before, default=str))
+    after["evidence"][sushi] = before["evidence"][sushi] + before["evidence"][ramen]
+    for mention_id, cid in before["mention_links"].items():
+        if cid == ramen:
+            after["mention_links"][mention_id] = sushi
+    after["concepts"] = dict(before["concepts"])
+    with store.staging.begin() as conn:
+        write_state(
+            conn,
+            {**before, "concepts": {sushi: before["concepts"][sushi]}},
+            {**after, "concepts": {sushi: before["concepts"][sushi]}},
+        )
+        conn.execute(claims.update().where(claims.c.concept_id == ramen).values(concept_id=sushi))
+        conn.execute(repair_queue.insert().values(concept_id=sushi, trust="stable", reason="mixed values", status="queued",
+                                                  enqueued_at=utcnow()))  # fmt: skip
+
+    with store.write_lock():
+        report = run_repairs(store, run_id="test-split")
+    assert report.actions["split"] == 1 and report.repaired == 1
+    with store.staging.connect() as conn:
+        rows = conn.execute(select(mentions.c.consolidated_id, mentions.c.surface)).all()
+        queue = conn.execute(
+            select(repair_queue.c.action, repair_queue.c.note, repair_queue.c.cited_claim_ids)
+        ).one()
+    holders = {surface: cid for cid, surface in rows if "favourite food" in surface}
+    assert (
+        holders["My favourite food is sushi"] == sushi
+        and holders["My favourite food is ramen these days"] != sushi
+    )
+    assert queue.action == "split" and "kept" in queue.note and len(queue.cited_claim_ids) == 2
+    assert action_log_replays(store).passed

@@ -265,7 +265,11 @@ def test_a_later_value_closes_both_sides_of_a_dispute():
 
 def test_a_later_restatement_settles_a_dispute():
     states = build_history(
-        [claim(1, "Portland", JAN), claim(2, "Seattle", JAN + timedelta(minutes=5)), claim(3, "Seattle", JUL)],
+        [
+            claim(1, "Portland", JAN),
+            claim(2, "Seattle", JAN + timedelta(minutes=5)),
+            claim(3, "Seattle", JUL),
+        ],
         rules_only,
         WINDOW,
     )

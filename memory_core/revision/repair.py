@@ -244,8 +244,17 @@ class RepairWorker:
         if not mixed:
             return None
         key, by_value = sorted(mixed.items())[0]
-        keep = max(by_value, key=lambda v: (len(by_value[v]), max(c["spoken_at"] for c in by_value[v])))
         concept = concept_from_json(before["concepts"][cid])
+        own = f"{concept.title} {concept.description}".casefold()
+        # the concept keeps the value it is about (its own words), else the best supported, earliest told
+        keep = max(
+            by_value,
+            key=lambda v: (
+                any(c["value"].casefold() in own for c in by_value[v]),
+                len(by_value[v]),
+                -min(c["spoken_at"] for c in by_value[v]).timestamp(),
+            ),
+        )
         after = copy.deepcopy(before)
         moving: dict[str, set[str]] = {
             v: {c["mention_id"] for c in cs} for v, cs in by_value.items() if v != keep
