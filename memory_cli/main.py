@@ -12,7 +12,7 @@ import warnings
 import click
 
 from memory_cli.eval_cmd import eval_group
-from memory_cli.facts_cmd import facts_command
+from memory_cli.revision_cmd import facts_command, repairs_group
 from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
@@ -488,6 +488,7 @@ def demo(ctx, name) -> None:
 
 cli.add_command(eval_group)
 cli.add_command(facts_command)
+cli.add_command(repairs_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -400,3 +400,34 @@ def test_a_concept_holding_two_values_of_one_fact_is_split(home, runner, tmp_pat
     )
     assert queue.action == "split" and "kept" in queue.note and len(queue.cited_claim_ids) == 2
     assert action_log_replays(store).passed
+
+
+def test_the_repairs_commands_list_and_roll_back(home, runner, tmp_path):
+    from memory_cli.main import cli
+
+    path = write_chat(tmp_path / "moves.jsonl", MOVES)
+    assert build(runner, "moves", path).success
+    write_chat(path, without(MOVES, "u2"))
+    assert build(runner, "moves", path).success
+    cli_runner = CliRunner()
+    listed = cli_runner.invoke(cli, ["--home", str(home.root), "repairs", "list", "moves", "--json"], obj={})
+    rows = json.loads(listed.output)
+    archived = next(r for r in rows if r["action"] == "archive")
+    assert {r["status"] for r in rows} == {"done"} and archived["cited_message_ids"]
+    out = cli_runner.invoke(
+        cli, ["--home", str(home.root), "repairs", "rollback", "moves", str(archived["repair_id"])], obj={}
+    )
+    assert (
+        out.exit_code == 0
+        and f"rolled back repair {archived['repair_id']} (archive, 1 concepts)" in out.output
+    )
+    again = json.loads(
+        cli_runner.invoke(
+            cli, ["--home", str(home.root), "repairs", "list", "moves", "--json"], obj={}
+        ).output
+    )
+    assert next(r for r in again if r["repair_id"] == archived["repair_id"])["status"] == "rolled_back"
+    refused = cli_runner.invoke(
+        cli, ["--home", str(home.root), "repairs", "rollback", "moves", str(archived["repair_id"])], obj={}
+    )
+    assert refused.exit_code != 0 and "no applied repair" in refused.output
