@@ -59,7 +59,7 @@ def _render(groups: list[dict]) -> list[str]:
 def facts_command(ctx, name, subject, slot, as_of, believed_at, as_json) -> None:
     """Fact histories of corpus NAME per (subject, slot): current value, superseded ones, their evidence."""
     from memory_core.corpora import registered_source
-    from memory_query.facts import fact_history
+    from memory_query.fact_history import fact_history
     from memory_query.pool import reading
 
     home = ctx.obj["home"]

@@ -17,7 +17,7 @@ from datetime import datetime
 from memory_core.lexical import STOP_WORDS, tokenize
 from memory_core.store.db import utcnow
 from memory_query.catalog import NODE_TYPES, RELATIONS, NodeCatalog, relations_from
-from memory_query.facts import fact_history
+from memory_query.fact_history import fact_history
 from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
 from memory_query.settings import RetrievalSettings

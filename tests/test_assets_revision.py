@@ -22,7 +22,7 @@ from memory_core.store.db import utcnow
 from memory_core.store.schema import action_log as action_log_table
 from memory_core.store.schema import canonical_concepts, claims, fact_states, repair_queue
 from memory_query import RetrievalSettings, query_memory
-from memory_query.facts import fact_history
+from memory_query.fact_history import fact_history
 from memory_query.pool import reading
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
@@ -74,7 +74,7 @@ def test_the_current_fact_ranks_first_and_the_superseded_one_says_so(home, runne
     assert run.success and all(_checks(run).values()), _checks(run)
     meta = _metadata(run, "fact_states")
     assert meta["supersessions"] >= 5 and meta["conflicts"] == 0  # residence, workplace, food, gym, cats
-    assert _metadata(run, "claims")["claims_by_status"] == {"active": 16}
+    assert _metadata(run, "claims")["claims_by_status"] == {"active": 18}
 
     answer = query_memory("Where do I live?", "moves", 4, home=home)
     assert _residence(answer)[:2] == [("Seattle", "current"), ("Portland", "superseded")]

@@ -16,7 +16,7 @@ from memory_core.ontology.strict import assert_strict_schema
 from memory_core.revision.adjudication import FactDecision, adjudication_request
 from memory_core.revision.history import ClaimView, StateDraft
 from memory_core.store.schema import claims, fact_states, llm_calls
-from memory_query.facts import fact_history
+from memory_query.fact_history import fact_history
 from memory_query.pool import reading
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource

@@ -19,121 +19,41 @@ from datetime import datetime
 
 from memory_core.ontology.claims import SPEAKER, ClaimCandidate
 from memory_core.ontology.concepts import FACT_TYPES
+from memory_core.revision.slot_lexicon import (
+    ACTIVITIES,
+    ACTIVITY,
+    ADJ,
+    BRANDS,
+    CATEGORY_OF,
+    CLOCK,
+    CONTRACTIONS,
+    DATE,
+    DAY_PART,
+    DAYS,
+    DIETS,
+    EVENT_NOUNS,
+    FAVOURITE_STOP,
+    FREQUENCY,
+    FUNCTION_WORDS,
+    HEAD,
+    NAME,
+    NEG,
+    NOT_COUNTED,
+    NOUNS,
+    NUM,
+    PARTICIPLE,
+    PLACE,
+    PLACE_ACTIVITY,
+    ROLES,
+    TITLE,
+    VALUE,
+    VEHICLE,
+    WHEN,
+)
 from memory_core.revision.slots import normalise_qualifier, number_of, singular
 from memory_core.revision.valid_time import stated_valid_from
 
 SLOT_RULES_VERSION = "slots/v1"
-
-_CONTRACTIONS = [
-    (r"\b(I|i)'m\b", r"\1 am"), (r"\b(\w+)'ve\b", r"\1 have"), (r"\b(we|you|they)'re\b", r"\1 are"),
-    (r"\b(I|i|we|you|they|he|she)'ll\b", r"\1 will"), (r"\b(I|i|we|you|they|he|she)'d\b", r"\1 would"),
-    (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\b(\w+)n't\b", r"\1 not"),
-    (r"\b(he|she|it|that)'s\b", r"\1 is"),
-]  # fmt: skip
-ROLES = (
-    r"wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|mom|mum|mother|dad|father|"
-    r"son|daughter|best friend|friend|roommate|flatmate|boss|manager|cousin|aunt|uncle|grandma|grandmother|"
-    r"grandpa|grandfather|niece|nephew|colleague|coworker|neighbou?r|therapist|doctor|dog|cat|puppy|kitten"
-)
-_NAME = r"(?-i:[A-Z][\w'&.-]*(?:(?:\s+(?:of|de|du|la|le|upon|on|the))?\s+[A-Z][\w'&.-]*){0,4})"
-_SUBJ = (
-    rf"(?P<subj>\bI\b|\bwe\b|\b(?:my|our) (?:(?:older|younger|little|big|new|best) )?(?:{ROLES})\b"
-    rf"(?:,? (?-i:[A-Z][a-z]+)\b)?|(?-i:\b[A-Z][a-z]{{2,}}\b))"
-)
-# what may stand between a subject and its predicate in a plain statement (no wish, condition or modal)
-_AUX = (
-    r"(?:\s+(?:now|currently|still|just|finally|recently|actually|also|really|usually|normally|typically|"
-    r"generally|always|often|officially|already|eventually|only|mostly|basically|have|has|had|am|are|is|was|"
-    r"were|will|been|be|do|does|did|going to|gonna|even|then|soon|back|both|all))*\s+"
-)
-_HEAD = _SUBJ + _AUX
-_VALUE = r"(?P<val>[\w'&.-]+(?:\s+(?!(?:and|but|because|so|which|who|where|when|since|for|with|at|in|on|to|from|as|if|than|while|though|although|after|before|over|rather|instead|now|these|anymore|again)\b)[\w'&.-]+){0,4})"
-_NUM = r"(?P<num>\d+|a single|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_NOUNS = r"(?P<noun>(?:[a-z][a-z'-]*\s+)?[a-z][a-z'-]*)\b"
-_ADJ = r"(?:(?:different|separate|more|other|new|free|little|big|small|adorable|rescue|beautiful|amazing|great|good|old|young|lovely|cute|black|white|orange|grey|gray|stray|pet|national|local|Korean|Italian|Japanese|Chinese|Mexican|Thai|Indian|French)\s+){0,2}"
-_PARTICIPLE = (
-    r"(?:\w+ed|been|taken|had|done|seen|made|gone|run|read|written|eaten|met|flown|driven|ridden|swum|won|lost|"
-    r"got|gotten|bought|brought|given|grown|known|shown|thrown|worn|sold|spent|built|caught|taught|found|held|"
-    r"kept|left|paid|sent|told|heard|drunk|sung|begun|become|come|hit|cut|put|set)"
-)
-_FUNCTION_WORDS = {
-    "this", "that", "these", "those", "so", "now", "already", "yet", "as", "is", "was", "are", "were", "since",
-    "because", "which", "who", "in", "on", "at", "to", "for", "of", "with", "i", "we", "my", "our", "the", "a",
-    "an", "and", "or", "but", "more", "than", "it", "they", "you", "be", "been", "not", "very", "too", "from",
-}  # fmt: skip
-_NOT_COUNTED = {
-    "days", "weeks", "months", "years", "hours", "minutes", "seconds", "times", "questions", "ideas", "options",
-    "things", "ways", "reasons", "kinds", "types", "thoughts", "words", "steps", "points", "tips", "decades",
-    "nights", "mornings", "evenings", "weekends", "miles", "kilometers", "km", "pounds", "kg", "dollars",
-    "bucks", "percent", "hundreds", "thousands", "millions", "lots", "tons", "bits", "others", "ones'",
-}  # fmt: skip
-_PLACE = _NAME + r"(?:,\s*(?-i:[A-Z][\w.-]*))?"
-_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
-_TIMEWORD = (
-    rf"(?:{_WEEKDAY}|weekdays|weekends?|\d{{1,2}}(?::\d\d)?\s*[ap]\.?m\.?|noon|midnight|lunch(?:time)?|"
-    r"(?:early |late )?(?:morning|afternoon|evening|night)s?)"
-)
-_WHEN = (
-    rf"(?P<when>(?:(?:on|at|in the|every|each|around|by|after|before|during)\s+)?{_TIMEWORD}"
-    rf"(?:(?:,\s*(?:and\s+)?|\s+and\s+|\s+(?:at|on|in the)\s+)(?:(?:on|at|in the|every)\s+)?{_TIMEWORD})*"
-    r"|(?:\d+|once|twice|two|three|four|five|six|seven) (?:times )?(?:a|per) (?:week|day|month)|daily|weekly)"
-)
-_ACTIVITIES = {
-    "gym": "gym", "the gym": "gym", "work out": "gym", "workout": "gym", "exercise": "gym", "lift": "gym",
-    "run": "running", "go running": "running", "go for a run": "running", "jog": "running", "running": "running",
-    "swim": "swimming", "go swimming": "swimming", "pool": "swimming", "the pool": "swimming",
-    "do yoga": "yoga", "yoga": "yoga", "meditate": "meditation", "practice": "practice", "train": "training",
-    "go climbing": "climbing", "climb": "climbing", "cycle": "cycling", "bike": "cycling", "ride": "cycling",
-}  # fmt: skip
-_ACTIVITY = r"(?P<act>go running|go for a run|go swimming|go climbing|work out|do yoga|meditate|exercise|run|jog|swim|lift|train|practice|climb|cycle|bike)"
-_PLACE_ACTIVITY = r"(?P<act>the gym|gym|the pool|pool|yoga|running|workouts?)"
-_ROLE_NOUNS = (
-    r"engineer|developer|programmer|manager|designer|teacher|professor|nurse|doctor|physician|analyst|scientist|"
-    r"consultant|lawyer|attorney|accountant|writer|editor|journalist|student|intern|director|chef|cook|architect|"
-    r"researcher|administrator|officer|assistant|specialist|coordinator|lead|head|president|founder|ceo|cto|"
-    r"cfo|vp|photographer|artist|musician|pharmacist|therapist|dentist|technician|electrician|plumber|"
-    r"mechanic|pilot|salesperson|representative|recruiter|librarian|barista|waiter|waitress|cashier|clerk|"
-    r"supervisor|executive|associate|producer|marketer|strategist|owner|tutor|coach|trainer|paralegal"
-)
-_TITLE = rf"(?P<val>(?:[\w-]+\s+){{0,3}}(?:{_ROLE_NOUNS}))\b"
-_DIETS = (
-    r"vegan|vegetarian|pescatarian|keto|paleo|gluten-free|dairy-free|plant-based|carnivore|flexitarian|"
-    r"low-carb|mediterranean|raw vegan"
-)
-_BRANDS = (
-    r"honda|toyota|tesla|ford|bmw|audi|mercedes(?:-benz)?|volkswagen|vw|subaru|mazda|nissan|hyundai|kia|"
-    r"chevy|chevrolet|jeep|volvo|porsche|lexus|acura|prius|civic|corolla|camry|rav4|mini|fiat|jaguar|"
-    r"land rover|range rover|dodge|ram|gmc|cadillac|buick|lincoln|mitsubishi|rivian|polestar|vespa|"
-    r"harley(?:-davidson)?|ducati|yamaha|kawasaki|suzuki"
-)
-_VEHICLE = rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,3}}?|{_NAME})(?=\s*(?:[,.;!?)]|$|\s(?:and|but|now|these|which|that|because|so|since|for|to|with)\b))"
-_EVENT_NOUNS = (
-    r"marathon|half marathon|race|wedding|trip|flight|vacation|holiday|party|birthday party|interview|exam|"
-    r"test|concert|surgery|operation|appointment|meeting|conference|move|moving day|graduation|recital|"
-    r"presentation|launch|deadline|ceremony|reunion|visit|tour|game|match|tournament|show|gig|performance|"
-    r"baby shower|shower|housewarming|retreat|camp|hike|cruise|defense|audition|checkup|check-up"
-)
-_DATE = (
-    r"(?P<when>(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
-    r"(?:,?\s+(?:19|20)\d\d)?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-    r"(?:,?\s+(?:19|20)\d\d)?|(?:19|20)\d\d-\d\d-\d\d|next (?:week|month|year|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-    r"|(?:this|next) (?:coming )?weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow"
-    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*(?:\s+(?:19|20)\d\d)?))\b"
-)
-_FAVOURITE_STOP = r"(?=\s*(?:[,.;!?)]|$|\s(?:and|but|because|so|which|though|these days|now|right now)\b))"
-_CATEGORIES = {
-    "drink": "tea coffee espresso latte cappuccino matcha juice soda water beer wine whiskey cocktail smoothie "
-    "kombucha milk",
-    "food": "sushi pizza ramen pasta tacos burgers burger curry salad steak noodles dumplings pho",
-    "music": "jazz rock pop hip-hop rap classical country metal techno house blues reggae",
-    "seat": "aisle window",
-    "season": "summer winter spring autumn fall",
-    "pet": "cats dogs cat dog",
-    "workout time": "mornings evenings morning evening",
-    "transport": "train bus car bike plane flying driving",
-    "reading format": "ebooks audiobooks paperbacks hardcovers kindle",
-}
-_CATEGORY_OF = {w: cat for cat, words in _CATEGORIES.items() for w in words.split()}
 
 
 @dataclass(frozen=True)
@@ -159,7 +79,7 @@ def _rule(pattern: str, build: Callable[[re.Match], _Fact | list[_Fact] | None])
 def expand(text: str) -> str:
     """The clause with typographic apostrophes straightened and contractions expanded."""
     text = text.replace("’", "'").replace("‘", "'")
-    for pattern, repl in _CONTRACTIONS:
+    for pattern, repl in CONTRACTIONS:
         text = re.sub(pattern, repl, text)
     return text
 
@@ -197,9 +117,9 @@ def _count(slot: str) -> Callable[[re.Match], _Fact | None]:
     def build(m: re.Match) -> _Fact | None:
         noun = m.group("noun").lower()
         words = noun.split()
-        if len(words) == 2 and words[1] in _FUNCTION_WORDS:
+        if len(words) == 2 and words[1] in FUNCTION_WORDS:
             words = words[:1]  # "three books this month": the count is of books
-        if not words or words[-1] in _NOT_COUNTED or set(words) & _FUNCTION_WORDS:
+        if not words or words[-1] in NOT_COUNTED or set(words) & FUNCTION_WORDS:
             return None
         noun = " ".join(words)
         n = number_of(m.group("num"))
@@ -215,31 +135,22 @@ def _ordinal(m: re.Match) -> _Fact | None:
     return _Fact("possession", singular(m.group("noun").lower()), str(n)) if n else None
 
 
-_CLOCK = re.compile(r"\b\d{1,2}(?::\d\d)?\s*[ap]\.?m\.?|\bnoon\b|\bmidnight\b|\blunch(?:time)?\b", re.I)
-_DAY_PART = re.compile(r"\b(?:early |late )?(?:morning|afternoon|evening|night)s?\b", re.I)
-_DAYS = re.compile(rf"\b(?:{_WEEKDAY}|weekdays|weekends?)\b", re.I)
-_FREQUENCY = re.compile(
-    r"\b(?:\d+|once|twice|two|three|four|five|six|seven)\s+(?:times\s+)?(?:a|per)\s+(?:week|day|month)\b|\b(?:daily|weekly)\b",
-    re.I,
-)
-
-
 def _schedule(m: re.Match) -> list[_Fact] | None:
     """When an activity recurs, in its independent parts: which days, what time (a clock time or part of
     the day), how often — each its own qualifier ("gym day", "gym time", "gym frequency"), so a new time
     replaces the old time without saying anything about the days."""
-    act = _ACTIVITIES.get(m.group("act").lower().rstrip("s"), _ACTIVITIES.get(m.group("act").lower()))
+    act = ACTIVITIES.get(m.group("act").lower().rstrip("s"), ACTIVITIES.get(m.group("act").lower()))
     when = _clean(m.group("when"))
     if not act or not when:
         return None
     parts = []
-    time = _CLOCK.findall(when) or _DAY_PART.findall(when)
+    time = CLOCK.findall(when) or DAY_PART.findall(when)
     if time:
         parts.append(("time", " and ".join(t.strip() for t in time)))
-    days = _DAYS.findall(when)
+    days = DAYS.findall(when)
     if days:
         parts.append(("day", ", ".join(days[:-1]) + (" and " if len(days) > 1 else "") + days[-1]))
-    frequency = _FREQUENCY.findall(when)
+    frequency = FREQUENCY.findall(when)
     weekly = [d for d in days if d.lower().endswith("days") and d.lower() not in ("weekdays", "weekends")]
     if frequency:
         parts.append(("frequency", frequency[0]))
@@ -260,7 +171,7 @@ def _preference(m: re.Match) -> _Fact | None:
     value = _clean(m.group("val"))
     other = _clean(m.groupdict().get("other") or "")
     words = [w.lower() for w in (value + " " + other).split()]
-    category = next((_CATEGORY_OF[w] for w in words if w in _CATEGORY_OF), "")
+    category = next((CATEGORY_OF[w] for w in words if w in CATEGORY_OF), "")
     if not value:
         return None
     if not category:
@@ -311,118 +222,110 @@ def _age(m: re.Match) -> _Fact | None:
     return _Fact("age", "", str(n), dated=False) if n and 1 < n < 120 else None
 
 
-_NEG = r"(?P<neg>(?:do|does|did) not\s+|no longer\s+|not\s+|never\s+|used to\s+|stopped\s+)?"
 RULES: tuple[_Rule, ...] = (
     _rule(
-        _HEAD + _NEG + r"(?:live|living|lives|reside|residing|am based|based|settled|moved|move|moving|"
+        HEAD + NEG + r"(?:live|living|lives|reside|residing|am based|based|settled|moved|move|moving|"
         r"relocated|relocating)\s+(?:back\s+|down\s+|up\s+|out\s+)?(?:in|to|into)\s+(?:the\s+)?"
-        + rf"(?P<val>{_PLACE})",
+        + rf"(?P<val>{PLACE})",
         _place("residence"),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:am\s+(?:originally\s+)?from|come\s+from|grew\s+up\s+in|was\s+born\s+in|originally\s+from)\s+"
-        rf"(?P<val>{_PLACE})",
+        rf"(?P<val>{PLACE})",
         _place("hometown"),
     ),
     _rule(
-        _HEAD + _NEG + r"(?:work|working|works|started\s+working|started|joined|got\s+a\s+(?:new\s+)?job|"
+        HEAD + NEG + r"(?:work|working|works|started\s+working|started|joined|got\s+a\s+(?:new\s+)?job|"
         r"got\s+hired|was\s+hired|am\s+employed|employed|interning|accepted\s+an?\s+offer)\s+(?:at|for|with|by)?\s*"
-        rf"(?P<val>{_NAME})",
+        rf"(?P<val>{NAME})",
         _place("workplace"),
     ),
     _rule(
-        _HEAD + r"(?P<neg>)(?:left|quit|resigned\s+from|was\s+laid\s+off\s+from|got\s+laid\s+off\s+from|"
-        r"stopped\s+working\s+(?:at|for))\s+(?:my\s+job\s+at\s+)?" + rf"(?P<val>{_NAME})",
+        HEAD + r"(?P<neg>)(?:left|quit|resigned\s+from|was\s+laid\s+off\s+from|got\s+laid\s+off\s+from|"
+        r"stopped\s+working\s+(?:at|for))\s+(?:my\s+job\s+at\s+)?" + rf"(?P<val>{NAME})",
         lambda m: _Fact("workplace", "", _clean(m.group("val")), "negated"),
     ),
     _rule(
-        _HEAD
-        + _NEG
+        HEAD
+        + NEG
         + r"(?:work|working|started|started\s+working|hired|employed)\s+as\s+(?:an?\s+|the\s+)?"
-        + _TITLE,
+        + TITLE,
         _title,
     ),
     _rule(
-        _HEAD
-        + _NEG
-        + r"(?:work|working|works)\s+(?:at|for)\s+"
-        + _NAME
-        + r"\s+as\s+(?:an?\s+|the\s+)?"
-        + _TITLE,
+        HEAD + NEG + r"(?:work|working|works)\s+(?:at|for)\s+" + NAME + r"\s+as\s+(?:an?\s+|the\s+)?" + TITLE,
         _title,
     ),
+    _rule(HEAD + NEG + r"(?:got\s+promoted\s+to|was\s+promoted\s+to)\s+(?:an?\s+|the\s+)?" + TITLE, _title),
     _rule(
-        _HEAD + _NEG + r"(?:got\s+promoted\s+to|was\s+promoted\s+to)\s+(?:an?\s+|the\s+)?" + _TITLE, _title
-    ),
-    _rule(
-        _HEAD
-        + _NEG
+        HEAD
+        + NEG
         + r"(?:became|am|become)\s+(?:an?|the)\s+"
-        + _TITLE
+        + TITLE
         + r"(?=\s*(?:[,.;!?]|$|\s(?:at|for|in|with|now|and|but)\b))",
         _title,
     ),
-    _rule(r"\b(?:my|our)\s+(?:new\s+)?(?:job\s+)?title\s+is\s+(?:now\s+)?(?:an?\s+)?" + _TITLE, _title),
+    _rule(r"\b(?:my|our)\s+(?:new\s+)?(?:job\s+)?title\s+is\s+(?:now\s+)?(?:an?\s+)?" + TITLE, _title),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:study|studying|attend|attending|enrolled\s+(?:at|in)|am\s+a\s+student\s+at|go\s+to)\s+(?:at\s+)?"
         r"(?P<val>(?-i:(?:[A-Z][\w.&'-]*\s+){0,4}(?:University|College|School|Institute|Academy)(?:\s+of(?:\s+[A-Z][\w.&'-]*)+)?))",
         _place("school"),
     ),
     _rule(
-        _HEAD
-        + _NEG
+        HEAD
+        + NEG
         + r"(?:drive|drives|driving|ride|riding)\s+(?:an?|my|our|the)\s+(?:new\s+|used\s+|old\s+|own\s+)?"
-        + _VEHICLE,
+        + VEHICLE,
         _place("vehicle"),
     ),
     _rule(
-        r"\b(?:my|our)\s+(?:new\s+)?(?:car|ride|vehicle)\s+is\s+(?:now\s+)?(?:an?\s+)?" + _VEHICLE,
+        r"\b(?:my|our)\s+(?:new\s+)?(?:car|ride|vehicle)\s+is\s+(?:now\s+)?(?:an?\s+)?" + VEHICLE,
         _place("vehicle"),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:bought|got|leased|purchased)\s+(?:an?|my)\s+(?:new\s+|used\s+|first\s+)?(?:car,?\s+)?(?:an?\s+)?"
-        rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,2}})\b",
+        rf"(?P<val>(?:{BRANDS})(?:\s+[\w-]+){{0,2}})\b",
         _place("vehicle"),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?P<neg>)(?:sold|traded\s+in|totaled|totalled|got\s+rid\s+of|scrapped)\s+(?:my|the|our)\s+(?:old\s+)?"
-        rf"(?P<val>(?:{_BRANDS})(?:\s+[\w-]+){{0,2}}|car)\b",
+        rf"(?P<val>(?:{BRANDS})(?:\s+[\w-]+){{0,2}}|car)\b",
         lambda m: _Fact("vehicle", "", _clean(m.group("val")), "negated"),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:have|has|own|owns|got|keep|adopted|care\s+for)\s+(?:got\s+)?"
-        + _NUM
+        + NUM
         + r"\s+"
-        + _ADJ
-        + _NOUNS,
+        + ADJ
+        + NOUNS,
         _count("possession"),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:adopted|got|bought|welcomed|rescued)\s+(?:an?|another|our|my)\s+(?P<ord>second|third|fourth|fifth|sixth)\s+"
-        + _ADJ
+        + ADJ
         + r"(?P<noun>[a-z][a-z'-]+)\b",
         _ordinal,
     ),
     _rule(
         r"\b(?:I|we)\s+(?:have|had)\s+(?:now\s+|already\s+|just\s+|finally\s+)?"
-        + _PARTICIPLE
+        + PARTICIPLE
         + r"\b[^.;!?]{0,80}?\b"
-        + _NUM
+        + NUM
         + r"\s+"
-        + _ADJ
-        + _NOUNS,
+        + ADJ
+        + NOUNS,
         _count("count"),
     ),
     _rule(
         r"\b(?:my|our)\s+(?:new\s+|all-time\s+|current\s+|absolute\s+)?favou?rite\s+(?P<cat>[a-z][\w -]{1,30}?)\s+"
         r"(?:is|are|has\s+to\s+be|would\s+be|these\s+days\s+is|now\s+is|is\s+now)\s+(?:probably\s+|definitely\s+|still\s+)?"
-        r"(?:the\s+)?(?P<val>[\w'&.-]+(?:\s+[\w'&.-]+){0,4}?)" + _FAVOURITE_STOP,
+        r"(?:the\s+)?(?P<val>[\w'&.-]+(?:\s+[\w'&.-]+){0,4}?)" + FAVOURITE_STOP,
         _favourite,
     ),
     _rule(
@@ -431,53 +334,53 @@ RULES: tuple[_Rule, ...] = (
         _favourite,
     ),
     _rule(
-        _HEAD
-        + _NEG
+        HEAD
+        + NEG
         + r"prefer\s+(?:to\s+(?:drink|eat|have|use)\s+)?"
-        + _VALUE
+        + VALUE
         + r"(?:\s+(?:over|to|rather\s+than|instead\s+of)\s+(?P<other>[\w'&.-]+(?:\s+[\w'&.-]+){0,3}))?",
         _preference,
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?P<switch>switched|changed|moved)\s+(?:over\s+)?(?:from\s+(?P<other>[\w'&.-]+(?:\s+[\w'&.-]+){0,2})\s+)?to\s+"
-        + _VALUE,
+        + VALUE,
         _preference,
     ),
     _rule(
-        _HEAD + r"(?:go|going|head|heading)\s+to\s+" + _PLACE_ACTIVITY + r"\s+(?:\w+\s+){0,2}?" + _WHEN,
+        HEAD + r"(?:go|going|head|heading)\s+to\s+" + PLACE_ACTIVITY + r"\s+(?:\w+\s+){0,2}?" + WHEN,
         _schedule,
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:(?:can|cannot|could)\s+(?:only\s+|usually\s+|just\s+)?)?"
-        + _ACTIVITY
+        + ACTIVITY
         + r"\s+(?:\w+\s+){0,2}?"
-        + _WHEN,
+        + WHEN,
         _schedule,
     ),
     _rule(
         r"\b"
-        + _PLACE_ACTIVITY
+        + PLACE_ACTIVITY
         + r"(?:\s+(?:sessions?|classes?|workouts?))?,?\s+which\s+(?:is|are|I)\s+(?:\w+\s+){0,3}?"
-        + _WHEN,
+        + WHEN,
         _schedule,
     ),
     _rule(
-        r"\b" + _PLACE_ACTIVITY + r"\s+(?:routine|schedule|sessions?)\b[^.;!?]{0,24}?\b"
+        r"\b" + PLACE_ACTIVITY + r"\s+(?:routine|schedule|sessions?)\b[^.;!?]{0,24}?\b"
         r"(?P<when>(?:\d+|once|twice|two|three|four|five|six|seven)\s+(?:times\s+)?(?:a|per)\s+(?:week|day|month))",
         _schedule,
     ),
     _rule(
-        _HEAD + _NEG + r"(?:am\s+|become\s+|became\s+|went\s+|gone\s+|going\s+|turned\s+|eat\s+|eating\s+)?"
+        HEAD + NEG + r"(?:am\s+|become\s+|became\s+|went\s+|gone\s+|going\s+|turned\s+|eat\s+|eating\s+)?"
         r"(?:an?\s+|fully\s+|strictly\s+|mostly\s+|full\s+)?"
-        + rf"(?P<val>{_DIETS})\b(?!\s+(?:food|restaurant|recipe|option|dish|meal))",
+        + rf"(?P<val>{DIETS})\b(?!\s+(?:food|restaurant|recipe|option|dish|meal))",
         lambda m: _Fact("diet", "", m.group("val").lower(), _negated(m)),
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:am\s+|are\s+)?(?:on|following)\s+an?\s+"
-        + rf"(?P<val>{_DIETS}|intermittent fasting)\s+diet\b",
+        + rf"(?P<val>{DIETS}|intermittent fasting)\s+diet\b",
         lambda m: _Fact("diet", "", m.group("val").lower()),
     ),
     _rule(
@@ -491,24 +394,24 @@ RULES: tuple[_Rule, ...] = (
         _relationship,
     ),
     _rule(
-        _HEAD
-        + _NEG
+        HEAD
+        + NEG
         + r"(?:am\s+|are\s+|got\s+|getting\s+)?(?P<val>married|engaged|divorced|single|separated|widowed|"
         r"in\s+a\s+relationship|seeing\s+someone|broke\s+up)\b",
         _status,
     ),
     _rule(
         r"\b(?:my|our|the)\s+"
-        + rf"(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{_EVENT_NOUNS}))\s+(?:is|was|has\s+been|got|will\s+be)\s+"
+        + rf"(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{EVENT_NOUNS}))\s+(?:is|was|has\s+been|got|will\s+be)\s+"
         r"(?:now\s+|officially\s+|finally\s+)?(?:moved|rescheduled|postponed|pushed(?:\s+back)?|changed|set|scheduled|planned|booked)?"
-        r"\s*(?:to|for|on|in)?\s*" + _DATE,
+        r"\s*(?:to|for|on|in)?\s*" + DATE,
         _plan,
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:am\s+|are\s+)?(?:running|doing|having|hosting|taking|attending|going\s+to|flying\s+to|leaving\s+for)\s+"
-        rf"(?:the|a|an|my|our)\s+(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{_EVENT_NOUNS}))\s+(?:on|in|next|this)\s*"
-        + _DATE,
+        rf"(?:the|a|an|my|our)\s+(?P<event>(?:[\w'-]+\s+){{0,3}}(?:{EVENT_NOUNS}))\s+(?:on|in|next|this)\s*"
+        + DATE,
         _plan,
     ),
     _rule(
@@ -525,7 +428,7 @@ RULES: tuple[_Rule, ...] = (
         _location,
     ),
     _rule(
-        _HEAD
+        HEAD
         + r"(?:am|turned|just\s+turned|will\s+turn|turning)\s+(?P<num>\d{1,3}|twenty|thirty|forty|fifty|sixty)"
         r"(?:\s+years?\s+old|\s+years\s+of\s+age|(?=\s*(?:[,.;!?]|$|\s(?:and|but|now|this|last|today)\b)))",
         _age,
