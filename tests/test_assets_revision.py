@@ -431,3 +431,37 @@ def test_the_repairs_commands_list_and_roll_back(home, runner, tmp_path):
         cli, ["--home", str(home.root), "repairs", "rollback", "moves", str(archived["repair_id"])], obj={}
     )
     assert refused.exit_code != 0 and "no applied repair" in refused.output
+
+
+def test_the_graph_holds_fact_states_and_their_history(home, runner, tmp_path):
+    from memory_core.graph import open_graph
+
+    path = write_chat(tmp_path / "moves.jsonl", MOVES)
+    run = build(runner, "moves", path, selection=None)  # every stage, the graph included
+    checks = _checks(run)
+    assert (
+        run.success and checks["graph_counts_match_tables"] and checks["evidence_points_to_source_messages"]
+    )
+    store = home.corpus("moves")
+    with store.staging.connect() as conn:
+        seattle = conn.execute(
+            select(fact_states.c.concept_id).where(
+                fact_states.c.value == "Seattle", fact_states.c.superseded_at.is_(None)
+            )
+        ).scalar_one()
+        portland = conn.execute(
+            select(fact_states.c.concept_id, fact_states.c.valid_until).where(
+                fact_states.c.value == "Portland"
+            )
+        ).one()
+    with open_graph(store) as graph:
+        current = graph.fact_states(seattle, attribute="residence")
+        old_now = graph.fact_states(portland.concept_id, attribute="residence")
+        old_then = graph.fact_states(
+            portland.concept_id, valid_at=portland.valid_until.replace(month=3), attribute="residence"
+        )
+        assert [s.node.props["value"] for s in current] == ["Seattle"]
+        assert current[0].node.props["status"] == "current" and current[0].edge["status"] == "current"
+        assert old_now == []  # no longer true
+        assert [s.node.props["value"] for s in old_then] == ["Portland"]
+        assert old_then[0].node.props["superseded_by"] and old_then[0].node.props["subject"] == "user"
