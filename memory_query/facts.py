@@ -88,6 +88,7 @@ class FactTable:
     versions_of_claim: dict[str, list[int]] = field(default_factory=dict)  # claim id → version rows
     versions_of_key: dict[str, list[int]] = field(default_factory=dict)  # state key → version rows
     closed_by: dict[str, list[int]] = field(default_factory=dict)  # claim id → version rows it closed
+    slot_of: dict[str, str] = field(default_factory=dict)  # claim id → its slot
 
     #: an abandoned ChatGPT branch's message → the active branch's message in its place (same depth below
     #: the fork): what must outrank it
@@ -154,6 +155,7 @@ def load_fact_table(reader: CorpusReader) -> FactTable:
     for i, c in enumerate(claim_rows):
         table.by_message.setdefault(c["message_id"], []).append(i)
         table.by_group.setdefault((c["subject"], c["attribute"]), []).append(i)
+        table.slot_of[c["claim_id"]] = c["slot"]
         if c["concept_id"]:
             table.by_concept.setdefault(c["concept_id"], []).append(i)
     for i, v in enumerate(versions):
@@ -373,7 +375,7 @@ def annotate_facts(state, items, concepts) -> None:
         return
     view = FactView(table, state.as_of, state.believed_at)
     tokens = set(state.tokens)
-    slots = {c["claim_id"]: c["slot"] for c in table.claims}
+    slots = table.slot_of
 
     def described(notes: list[FactNote]) -> list[dict]:
         out = []

@@ -46,7 +46,7 @@ from memory_core.ontology.extraction import (
 )
 from memory_core.ontology.reactions import UserReaction
 from memory_core.ontology.titles import fact_title
-from memory_core.revision.slot_rules import SLOT_RULES_VERSION, offline_claims
+from memory_core.revision.slot_rules import offline_claims
 
 _GENERIC_DEFINITION = ", mentioned by "
 RULES_VERSION = "offline/v2"  # v2: fact titles per the title contract, entity descriptions as definitions
@@ -258,7 +258,7 @@ def _definition_rank(description: str) -> int:
 
 
 class OfflineTeacher(Teacher):
-    extractor = f"{RULES_VERSION}+{SLOT_RULES_VERSION}"
+    extractor = RULES_VERSION
     uses_llm = False
 
     def __init__(self, max_assistant_entities: int = 4):
