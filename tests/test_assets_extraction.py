@@ -258,7 +258,7 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
         and checks["reaction_schema_validity"]
     )
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v2"
+    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v3"
     assert meta["segments_extracted"] == 4 and meta["segments_failed"] == 2 and meta["segments_pending"] == 0
     assert meta["llm_calls"] == 6 and meta["llm_cache_hits"] == 0
     # 6 calls: one extra HTTP attempt for the 429 and one for the invalid answer's feedback retry
