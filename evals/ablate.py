@@ -1,7 +1,8 @@
 """Ablations of `query_memory`'s retrieval paths over corpora an `eval retrieval --methods memory` run already
 built (its memory home), without rebuilding: each variant sets path weights (`path=weight`), switches paths
 off (`-path`) or changes a retrieval setting (`setting=value`), all by the registry's path names
-(`memory_query.paths.PATH_NAMES`), and the turn-level metrics of the benchmark protocol are printed per variant.
+(`memory_query.paths.PATH_NAMES`), and the turn-level metrics of the benchmark protocol (and `latest_first` over
+the questions whose evidence was told at different dates) are printed per variant.
 
     python -m evals.ablate --benchmark locomo --data ../shared/data/locomo/locomo_dev.json --home /tmp/ev_home \
         --variant base --variant no_dense:-dense_message,-dense_segment --variant flat:-concept,-topic,-graph \
@@ -51,11 +52,12 @@ def run(
     with ReaderPool(home) as pool:
         for name, turn_scores in _variant_scores(benchmark, data, home, variants, k, pool):
             results[name].append(turn_scores)
-    return {
-        name: {m: round(statistics.mean(r[m] for r in rows), 4) for m in rows[0]}
-        for name, rows in results.items()
-        if rows
-    }
+    out = {}
+    for name, rows in results.items():
+        keys = dict.fromkeys(k for r in rows for k in r)  # latest_first: only the questions it applies to
+        out[name] = {m: round(statistics.mean(r[m] for r in rows if m in r), 4) for m in keys}
+        out[name]["n_latest_first"] = sum(1 for r in rows if "latest_first" in r)
+    return {name: row for name, row in out.items() if results[name]}
 
 
 def _variant_scores(benchmark, data, home, variants, k, pool) -> Iterator[tuple[str, dict]]:
@@ -72,7 +74,7 @@ def _variant_scores(benchmark, data, home, variants, k, pool) -> Iterator[tuple[
                 answer = rank(reader, question.question, k, as_of=question.as_of, settings=settings)
                 ranked = benchmark_ids(store, evidence_message_ids(answer), benchmark, k)
                 scores = score_question(haystack, question, ranked.ranked_turns, ranked.ranked_sessions)
-                yield name, scores["turn"]
+                yield name, {**scores["turn"], **scores.get("update", {})}
 
 
 def main() -> None:
@@ -84,7 +86,15 @@ def main() -> None:
     args = ap.parse_args()
     variants = [parse_variant(v) for v in (args.variant or ["base"])]
     table = run(args.benchmark, args.data, MemoryHome.resolve(args.home), variants)
-    keys = ["recall_frac@5", "recall_any@5", "recall_all@5", "recall_all@10", "ndcg@10"]
+    keys = [
+        "recall_frac@5",
+        "recall_any@5",
+        "recall_all@5",
+        "recall_all@10",
+        "ndcg@10",
+        "latest_first",
+        "n_latest_first",
+    ]
     print("variant".ljust(24) + "".join(k.ljust(15) for k in keys))
     for name, row in table.items():
         print(name.ljust(24) + "".join(str(row.get(k, "")).ljust(15) for k in keys))

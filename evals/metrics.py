@@ -10,12 +10,18 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from evals.datasets import Haystack, Question
+from memory_core.ingest.benchmarks import parse_lme_date, parse_locomo_date
 
 KS = (1, 5, 10)
 METRICS = ("recall_any", "recall_all", "recall_frac", "ndcg")
 LEVELS = ("turn", "session")
+# questions whose evidence turns were told in sessions of different dates (a fact told, then updated):
+# `latest_first` = 1 when the latest-told evidence turn ranks above every earlier-told one (0 when it is not
+# retrieved at all); scored apart from the levels
+UPDATE_LEVEL = "update"
 
 
 def score_ranking(
@@ -40,14 +46,42 @@ def score_ranking(
 def score_question(
     haystack: Haystack, question: Question, ranked_turns: Sequence[str], ranked_sessions: Sequence[str]
 ) -> dict[str, dict[str, float]]:
-    """{"turn": ..., "session": ...} for a retrieval-scored question; a level without relevant items is absent."""
+    """{"turn": ..., "session": ..., "update": ...} for a retrieval-scored question; a level without relevant
+    items (for "update": without evidence told at different dates) is absent."""
     out: dict[str, dict[str, float]] = {}
     if question.relevant_turns:
         documents = [t for t in ranked_turns if t in haystack.scored_turn_ids]
         out["turn"] = score_ranking(documents, question.relevant_turns)
+        latest = latest_first(haystack, question, documents)
+        if latest is not None:
+            out[UPDATE_LEVEL] = {"latest_first": latest}
     if question.relevant_sessions:
         out["session"] = score_ranking(list(ranked_sessions), question.relevant_sessions)
     return out
+
+
+def turn_times(haystack: Haystack) -> dict[str, tuple[datetime, int]]:
+    """Turn id → (its session's date, its place in the haystack): when each turn was told."""
+    parse = parse_lme_date if haystack.benchmark == "longmemeval" else parse_locomo_date
+    dates = {sid: parse(text) for sid, text in haystack.session_dates.items()}
+    return {
+        t.turn_id: (dates[t.session_id], n) for n, t in enumerate(haystack.turns) if dates.get(t.session_id)
+    }
+
+
+def latest_first(haystack: Haystack, question: Question, documents: Sequence[str]) -> float | None:
+    """1.0 when the latest-told evidence turn ranks above every evidence turn told on an earlier date, 0.0
+    otherwise (also when it is not retrieved); None when the evidence was not told at different dates."""
+    when = turn_times(haystack)
+    relevant = [t for t in question.relevant_turns if t in when]
+    if len({when[t][0] for t in relevant}) < 2:
+        return None
+    latest = max(relevant, key=lambda t: when[t])
+    earlier = [t for t in relevant if when[t][0] < when[latest][0]]
+    rank = {t: i for i, t in enumerate(documents)}
+    if latest not in rank:
+        return 0.0
+    return float(all(rank[latest] < rank.get(t, len(documents)) for t in earlier))
 
 
 def mean_table(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -67,7 +101,7 @@ def summarise(scored: Iterable[tuple[str, str, dict[str, dict[str, float]]]]) ->
     out: dict = {}
     for method, levels in rows.items():
         out[method] = {}
-        for level in LEVELS:
+        for level in (*LEVELS, UPDATE_LEVEL):
             if level not in levels:
                 continue
             groups = levels[level]

@@ -1,7 +1,8 @@
 """report.json and report.md of a retrieval run.
 
 report.json: `methods.<method>.<turn|session>.overall` and `.by_type.<question_type>` hold the means of
-recall_any / recall_all / recall_frac / ndcg at 1, 5, 10 and `n` (questions scored); `methods.<method>.build`
+recall_any / recall_all / recall_frac / ndcg at 1, 5, 10 and `n` (questions scored); `methods.<method>.update`
+the same for `latest_first` over the questions whose evidence was told at different dates; `methods.<method>.build`
 the build time per stage (total / median / max per haystack), `query_latency_ms` p50 / p95,
 `peak_rss_mib`; `counts` what was loaded and scored.
 """
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from evals.datasets import Haystack
-from evals.metrics import KS, percentile, summarise
+from evals.metrics import KS, UPDATE_LEVEL, percentile, summarise
 
 if TYPE_CHECKING:
     from evals.harness import RetrievalRun
@@ -130,6 +131,25 @@ def render_markdown(report: dict) -> str:
                 lines.append(
                     f"| {group} | {m} | {row['n']} | " + " | ".join(f"{row[c]:.3f}" for c in cols) + " |"
                 )
+    present = [m for m in methods if UPDATE_LEVEL in methods[m]]
+    if present:
+        lines += [
+            "",
+            "## Knowledge updates",
+            "",
+            "Questions whose evidence was told at different dates: `latest_first` = the latest-told evidence "
+            "turn ranks above every earlier-told one.",
+            "",
+            "| group | method | n | latest_first |",
+            "|---|---|---|---|",
+        ]
+        types = sorted({t for m in present for t in methods[m][UPDATE_LEVEL]["by_type"]})
+        for group in ["overall", *types]:
+            for m in present:
+                level = methods[m][UPDATE_LEVEL]
+                row = level["overall"] if group == "overall" else level["by_type"].get(group)
+                if row is not None:
+                    lines.append(f"| {group} | {m} | {row['n']} | {row['latest_first']:.3f} |")
     lines += [
         "",
         "## Cost",

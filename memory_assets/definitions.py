@@ -19,6 +19,8 @@ from memory_assets.ingestion.sensors import inbox_sensor
 from memory_assets.jobs import build_corpus_job
 from memory_assets.read_side import assets as read_side_assets
 from memory_assets.read_side import checks as read_side_checks
+from memory_assets.revision import assets as revision_assets
+from memory_assets.revision import checks as revision_checks
 from memory_assets.topics import assets as topics_assets
 from memory_assets.topics import checks as topics_checks
 from memory_resources.embeddings import EmbeddingsResource
@@ -34,6 +36,7 @@ ASSET_MODULES = [
     topics_assets,
     read_side_assets,
     gardener_assets,
+    revision_assets,
 ]
 CHECK_MODULES = [
     ingestion_checks,
@@ -42,6 +45,7 @@ CHECK_MODULES = [
     topics_checks,
     read_side_checks,
     gardener_checks,
+    revision_checks,
 ]
 
 

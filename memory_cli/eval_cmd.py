@@ -120,7 +120,7 @@ def eval_retrieval(
     LongMemEval: one corpus per question (its haystack), asked at its question_date. LoCoMo: one corpus per
     conversation. The memory method builds each corpus through the pipeline in the memory home.
     """
-    from evals.metrics import LEVELS
+    from evals.metrics import LEVELS, UPDATE_LEVEL
 
     haystacks = _load(benchmark, data, limit, question_ids, split)
     run = _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embedding_cache)
@@ -132,6 +132,9 @@ def eval_retrieval(
                 parts.append(
                     f"{level} recall_any@5 {o['recall_any@5']:.3f} recall_all@5 {o['recall_all@5']:.3f} ndcg@10 {o['ndcg@10']:.3f}"
                 )
+        if UPDATE_LEVEL in entry:
+            o = entry[UPDATE_LEVEL]["overall"]
+            parts.append(f"latest_first {o['latest_first']:.3f} (n={o['n']})")
         click.echo(f"{method}: " + "; ".join(parts or ["no scored question"]))
     click.echo(f"{run.questions} questions in {run.wall_seconds:.1f}s → {out_dir}/report.md")
 

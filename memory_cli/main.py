@@ -13,6 +13,7 @@ import click
 
 from memory_cli.eval_cmd import eval_group
 from memory_cli.reactions_cmd import reactions_group
+from memory_cli.revision_cmd import facts_command, repairs_group
 from memory_core import settings
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
@@ -343,10 +344,11 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
 @click.argument("question")
 @click.option("-k", "k", default=8, show_default=True, help="evidence items")
 @click.option("--as-of", help="ISO date: what memory held then")
+@click.option("--believed-at", help="ISO date or time: the facts as memory believed them then (system time)")
 @click.option("--psychological-access", is_flag=True, help="include reflective hypotheses (user reactions)")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def query(ctx, name, question, k, as_of, psychological_access, as_json) -> None:
+def query(ctx, name, question, k, as_of, believed_at, psychological_access, as_json) -> None:
     """Ask corpus NAME: ranked evidence with citations, the XML context, and a cited extractive answer."""
     from datetime import datetime
 
@@ -363,6 +365,7 @@ def query(ctx, name, question, k, as_of, psychological_access, as_json) -> None:
         as_of=datetime.fromisoformat(as_of) if as_of else None,
         psychological_access=psychological_access,
         home=home,
+        believed_at=datetime.fromisoformat(believed_at) if believed_at else None,
     )
     text = extractive_answer(answer)
     report = check_citations(text, answer.citations) if answer.items else None
@@ -463,6 +466,8 @@ def demo(ctx, name) -> None:
 
 cli.add_command(eval_group)
 cli.add_command(reactions_group)
+cli.add_command(facts_command)
+cli.add_command(repairs_group)
 
 
 def main() -> None:  # pragma: no cover - console entry

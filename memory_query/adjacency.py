@@ -45,6 +45,8 @@ def graph_adjacency(graph) -> Adjacency:
     for _, topic, _, concept, props in graph.iter_edges("RELATED_TO"):
         related[topic].append((concept, float(props.get("weight") or 0.0)))
     for _, message, _, concept, props in graph.iter_edges("EVIDENCE_FOR"):
+        if (props.get("status") or "active") != "active":
+            continue  # stale / rejected evidence (its source changed) is history, never a walk (as in the tables)
         evidence[concept].append((message, float(props.get("confidence") or 0.0)))
     for _, a, _, b, _props in graph.iter_edges("NEXT"):
         next_of[a] = b

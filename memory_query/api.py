@@ -30,9 +30,13 @@ def query_memory(
     home: MemoryHome | str | None = None,
     settings: RetrievalSettings | None = None,
     pool: ReaderPool | None = None,
+    believed_at: datetime | None = None,
 ) -> MemoryAnswer:
     """Ranked, cited evidence for `question` from `corpus`, as memory stood at `as_of` (default: now).
 
+    `as_of` is valid-time travel (messages after it do not exist; the facts are those true then);
+    `believed_at` is system-time travel over facts (the states memory held current at that time, before
+    later revisions). Each item carries its facts (status, valid_from / valid_until, superseded_by).
     `roles` keeps only messages of those roles; `scope` removes every id outside the allowed sessions before
     anything is returned (the scoping middleware); reflective data (user reactions) is included only with
     `psychological_access=True`; `settings` chooses paths and weights (`RetrievalSettings`).
@@ -42,6 +46,7 @@ def query_memory(
         "roles": roles,
         "psychological_access": psychological_access,
         "settings": settings,
+        "believed_at": believed_at,
     }
     with reading(corpus, home, pool) as reader:
         if scope is None:

@@ -14,6 +14,7 @@ from memory_query.evidence import (
     ReactionHit,
     render_context,
 )
+from memory_query.facts import annotate_facts
 from memory_query.paths import REGISTRY
 from memory_query.reader import ConceptTable, CorpusReader
 from memory_query.state import ConceptMatch, QueryState
@@ -25,13 +26,15 @@ def assemble(
     state: QueryState, order: list[int], as_of: datetime | None, psychological_access: bool
 ) -> MemoryAnswer:
     items = evidence_items(state, order)
+    concepts = concept_hits(state.concepts, state.concept_match)
+    annotate_facts(state, items, concepts)
     reader = state.reader
     answer = MemoryAnswer(
         question=state.question,
         corpus=reader.store.name,
         as_of=as_of,
         items=items,
-        concepts=concept_hits(state.concepts, state.concept_match),
+        concepts=concepts,
         topics=state.topic_hits,
         reflective=reactions(reader, [i.message_id for i in items]) if psychological_access else [],
         context="",
@@ -73,7 +76,7 @@ def evidence_items(state: QueryState, order: list[int]) -> list[EvidenceItem]:
     items = []
     for mi in order:
         mid = table.ids[mi]
-        text, _attrs = texts.get(mid, ("", {}))
+        text, attrs = texts.get(mid, ("", {}))
         start, end = _excerpt_window(len(text), spans.get(mi))
         channel = {name: float(scores[mi]) for name, scores in state.scores.items()}
         items.append(
@@ -95,6 +98,7 @@ def evidence_items(state: QueryState, order: list[int]) -> list[EvidenceItem]:
                 concept_ids=[concept_ids[ci] for ci, ids in match.evidence.items() if mid in ids]
                 if match
                 else [],
+                on_active_branch=attrs.get("on_active_branch", True) is not False,
             )
         )
     return items

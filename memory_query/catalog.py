@@ -11,9 +11,11 @@ from sqlalchemy import select
 from memory_core.store.schema import (
     anchor_entities,
     canonical_concepts,
+    claims,
     concept_evidence,
     conversations,
     domains,
+    fact_states,
     mentions,
     messages,
     segments,
@@ -23,7 +25,7 @@ from memory_core.store.schema import (
 )
 from memory_query.reader import CorpusReader
 
-NODE_TYPES = ("Domain", "AnchorEntity", "Topic", "Concept", "Segment", "Message", "Conversation")
+NODE_TYPES = ("Domain", "AnchorEntity", "Topic", "Concept", "Segment", "Message", "Conversation", "FactState")
 SNIPPET = 160
 
 # relation name → (from type, to type); the default lens of a type walks its first relations
@@ -48,6 +50,13 @@ RELATIONS: dict[str, tuple[str, str]] = {
     "Message>PREVIOUS": ("Message", "Message"),
     "Message>Conversation": ("Message", "Conversation"),
     "Conversation>Message": ("Conversation", "Message"),
+    "Concept>FactState": ("Concept", "FactState"),  # HAS_STATE: the states its claims opened
+    "Message>FactState": ("Message", "FactState"),  # the states the message is evidence of
+    "FactState>HISTORY": ("FactState", "FactState"),  # every state of its (subject, slot), by valid time
+    "FactState>SUPERSEDED_BY": ("FactState", "FactState"),
+    "FactState>SUPERSEDES": ("FactState", "FactState"),
+    "FactState>Message": ("FactState", "Message"),  # its evidence: the messages of its claims
+    "FactState>Concept": ("FactState", "Concept"),
 }
 
 
@@ -97,6 +106,7 @@ class NodeCatalog:
             "Segment": (segments, segments.c.segment_id, self.store.staging),
             "Message": (messages, messages.c.message_id, self.store.source),
             "Conversation": (conversations, conversations.c.conversation_id, self.store.source),
+            "FactState": (fact_states, fact_states.c.fact_state_id, self.store.staging),
         }.get(node_type, (None, None, None))
         if table is None:
             return None
@@ -113,6 +123,13 @@ class NodeCatalog:
             return _snip(f"{row['author']}: {row['text']}")
         if node_type == "Segment":
             return _snip(row["text"])
+        if node_type == "FactState":
+            until = row["valid_until"].date().isoformat() if row["valid_until"] else "now"
+            believed = "" if row["superseded_at"] is None else f"; revised {row['superseded_at']:%Y-%m-%d}"
+            return _snip(
+                f"{row['subject_label'] or row['subject']} {row['attribute']}: {row['value']} "
+                f"({row['valid_from']:%Y-%m-%d} → {until}, {row['status']}{believed})"
+            )
         return _snip(row.get("title") or row.get("source_ref") or "")
 
     def ref(self, node_type: str, node_id: str, weight: float | None = None) -> NodeRef | None:
@@ -133,6 +150,10 @@ class NodeCatalog:
                     select(segments.c.message_ids).where(segments.c.segment_id == node_id)
                 ).first()
             return [(m, None) for m in (row.message_ids if row else [])]
+        if relation == "Message>FactState":
+            return self._message_facts(node_id)
+        if relation.startswith("FactState>") and relation != "FactState>Concept":
+            return self._fact_neighbours(relation, node_id)
         if relation == "Message>Segment":
             table = self.reader.segment_messages()
             index = self.reader.messages().index.get(node_id)
@@ -145,6 +166,58 @@ class NodeCatalog:
             if r[0] is not None and r[0] not in seen:
                 seen[r[0]] = float(r[1]) if len(r) > 1 and r[1] is not None else None
         return list(seen.items())
+
+    def _message_facts(self, message_id: str) -> list[tuple[str, float | None]]:
+        """The believed states a message's claims support or close."""
+        f = fact_states.c
+        with self.store.staging.connect() as conn:
+            mine = dict(
+                conn.execute(
+                    select(claims.c.claim_id, claims.c.attribute).where(claims.c.message_id == message_id)
+                ).all()
+            )
+            if not mine:
+                return []
+            rows = conn.execute(
+                select(f.fact_state_id, f.claim_ids, f.closed_by_claim_id)
+                .where(f.superseded_at.is_(None), f.attribute.in_(set(mine.values())))
+                .order_by(f.valid_from)
+            ).all()
+        return [
+            (r.fact_state_id, None)
+            for r in rows
+            if set(r.claim_ids or ()) & set(mine) or r.closed_by_claim_id in mine
+        ]
+
+    def _fact_neighbours(self, relation: str, fact_state_id: str) -> list[tuple[str, float | None]]:
+        """A FactState version's history, successor, predecessor or evidence, as memory believes them now
+        (the successor and history of a version memory revised since: the current versions of its state)."""
+        f = fact_states.c
+        with self.store.staging.connect() as conn:
+            row = conn.execute(select(fact_states).where(f.fact_state_id == fact_state_id)).mappings().first()
+            if row is None:
+                return []
+            believed = f.superseded_at.is_(None)
+            if relation == "FactState>Message":
+                ids = list(row["claim_ids"] or [])
+                messages_ = dict(
+                    conn.execute(
+                        select(claims.c.claim_id, claims.c.message_id).where(claims.c.claim_id.in_(ids))
+                    ).all()
+                )
+                return [(m, None) for m in dict.fromkeys(messages_[i] for i in ids if i in messages_)]
+            if relation == "FactState>HISTORY":
+                query = select(f.fact_state_id).where(
+                    believed, f.subject == row["subject"], f.attribute == row["attribute"]
+                )
+                return [
+                    (i, None) for i in conn.execute(query.order_by(f.valid_from, f.fact_state_id)).scalars()
+                ]
+            if relation == "FactState>SUPERSEDED_BY":
+                query = select(f.fact_state_id).where(believed, f.state_key == row["superseded_by"])
+            else:  # SUPERSEDES
+                query = select(f.fact_state_id).where(believed, f.superseded_by == row["state_key"])
+            return [(i, None) for i in conn.execute(query).scalars() if i]
 
     def _next(self, message_id: str, forward: bool) -> list[tuple[str, float | None]]:
         table = self.reader.messages()
@@ -211,4 +284,10 @@ _QUERIES = {
     "Conversation>Message": lambda i: (
         select(messages.c.message_id).where(messages.c.conversation_id == i).order_by(messages.c.position)
     ),
+    "Concept>FactState": lambda i: (
+        select(fact_states.c.fact_state_id)
+        .where(fact_states.c.concept_id == i, fact_states.c.superseded_at.is_(None))
+        .order_by(fact_states.c.valid_from)
+    ),
+    "FactState>Concept": lambda i: select(fact_states.c.concept_id).where(fact_states.c.fact_state_id == i),
 }

@@ -12,6 +12,7 @@ from datetime import datetime
 from xml.sax.saxutils import escape, quoteattr
 
 EXCERPT_CHARS = 600
+FACTS_SHOWN = 12  # <fact> elements in the XML context
 
 
 @dataclass
@@ -33,15 +34,29 @@ class EvidenceItem:
     paths: list[str]  # the fused paths that found it (registry names, `memory_query.paths.PATH_NAMES`)
     channel_scores: dict[str, float] = field(default_factory=dict)  # path name → its normalised score
     concept_ids: list[str] = field(default_factory=list)  # concepts this message is evidence for
+    #: the facts this message states, as of the question's times (`memory_query.facts.FactNote.as_dict`),
+    #: the one the question is about first
+    facts: list[dict] = field(default_factory=list)
+    on_active_branch: bool = True  # False: an abandoned ChatGPT branch (kept and citable, never current)
 
     @property
     def citation(self) -> str:
         return f"[Source:{self.message_id}]"
 
+    @property
+    def fact(self) -> dict | None:
+        """The fact the question is about (the first of `facts`), or None."""
+        return self.facts[0] if self.facts else None
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d["created_at"] = self.created_at.isoformat()
         d["citation"] = self.citation
+        fact = self.fact or {}
+        d["fact_status"] = fact.get("status")
+        d["valid_from"] = fact.get("valid_from")
+        d["valid_until"] = fact.get("valid_until")
+        d["superseded_by"] = (fact.get("superseded_by") or {}).get("cite")
         return d
 
 
@@ -58,6 +73,7 @@ class ConceptHit:
     score: float
     evidence_message_ids: list[str]
     paths: list[str]
+    facts: list[dict] = field(default_factory=list)  # the facts its claims state (as EvidenceItem.facts)
 
     @property
     def citation(self) -> str:
@@ -148,19 +164,25 @@ def render_context(answer: MemoryAnswer, include_reflective: bool) -> str:
     out.append("<direct_evidence>")
     for item in answer.items:
         out.append(
-            f"  <evidence {_attrs(cite=item.citation, author=item.author, role=item.role, time=item.created_at.isoformat(), span=f'{item.span_start}-{item.span_end}', score=round(item.score, 4), paths=','.join(item.paths))}>"
+            f"  <evidence {_attrs(cite=item.citation, author=item.author, role=item.role, time=item.created_at.isoformat(), span=f'{item.span_start}-{item.span_end}', score=round(item.score, 4), paths=','.join(item.paths), **_fact_attrs(item))}>"
             f"{escape(item.text)}</evidence>"
         )
     out.append("</direct_evidence>")
     out.append("<associative_evidence>")
+    for fact, item in _facts_of(answer.items):
+        by = fact.get("superseded_by") or {}
+        out.append(
+            f"  <fact {_attrs(subject=fact['subject'], slot=fact['attribute'], value=fact['value'], status=fact['status'], valid_from=fact['valid_from'], valid_until=fact['valid_until'], superseded_by=by.get('cite'), replaced_by_value=by.get('value'), evidence=item.citation)}/>"
+        )
     for topic in answer.topics:
         out.append(
             f"  <topic {_attrs(id=topic.topic_id, label=topic.label, score=round(topic.score, 4), size=topic.size)}/>"
         )
     for c in answer.concepts:
         evidence = " ".join(f"[Source:{m}]" for m in c.evidence_message_ids)
+        fact = c.facts[0] if c.facts else {}
         out.append(
-            f"  <concept {_attrs(cite=c.citation, title=c.title, type=c.type, confidence=round(c.confidence, 3), trust=c.trust, first_seen=c.first_seen.isoformat(), last_seen=c.last_seen.isoformat(), evidence=evidence)}>"
+            f"  <concept {_attrs(cite=c.citation, title=c.title, type=c.type, confidence=round(c.confidence, 3), trust=c.trust, first_seen=c.first_seen.isoformat(), last_seen=c.last_seen.isoformat(), fact_status=fact.get('status'), valid_until=fact.get('valid_until'), evidence=evidence)}>"
             f"{escape(c.description)}</concept>"
         )
     out.append("</associative_evidence>")
@@ -180,6 +202,36 @@ def render_context(answer: MemoryAnswer, include_reflective: bool) -> str:
     out.append("</source_provenance>")
     out.append("</memory>")
     return "\n".join(out)
+
+
+def _fact_attrs(item: EvidenceItem) -> dict:
+    """The evidence element's attributes for the fact the question is about, and an abandoned branch."""
+    out: dict[str, object] = {}
+    fact = item.fact
+    if fact is not None:
+        out["fact"] = f"{fact['subject']} {fact['attribute']}: {fact['value']}"
+        out["status"] = fact["status"]
+        out["valid_from"] = fact["valid_from"]
+        out["valid_until"] = fact["valid_until"]
+        out["superseded_by"] = (fact.get("superseded_by") or {}).get("cite")
+    if not item.on_active_branch:
+        out["branch"] = "abandoned"
+    return out
+
+
+def _facts_of(items: list[EvidenceItem]) -> list[tuple[dict, EvidenceItem]]:
+    """The facts the items state, once each (by state, else claim): those the question is about first, in
+    item order, at most `FACTS_SHOWN`."""
+    seen: set[str] = set()
+    out = []
+    for asked in (True, False):
+        for item in items:
+            for fact in item.facts:
+                key = fact.get("state_key") or fact["claim_id"]
+                if bool(fact.get("asked")) == asked and key not in seen:
+                    seen.add(key)
+                    out.append((fact, item))
+    return out[:FACTS_SHOWN]
 
 
 # ------------------------------------------------------------------------------------------ citations

@@ -27,7 +27,8 @@ from memory_query.tools import MemoryTools, ToolError
 INSTRUCTIONS = (
     "Memory OS: a provable memory of long chat histories. Start with query_memory (hierarchical retrieval with "
     "cited XML evidence) or smart_search; walk the hierarchy Domain > AnchorEntity > Topic > Concept > Segment > "
-    "Message with explore_node and lens; read originals with read_source_message; finish with submit_evidence. "
+    "Message with explore_node and lens; what is current and what it replaced with facts; read originals with "
+    "read_source_message; finish with submit_evidence. "
     "Cite every claim as [Source:<message id>] or [Concept:<concept id>]."
 )
 
@@ -44,6 +45,15 @@ class EvidenceOut(BaseModel):
     span: list[int]
     score: float
     paths: list[str]
+    fact_status: str | None = Field(
+        default=None,
+        description="the fact the question is about: current / superseded / ended / disputed ...",
+    )
+    valid_from: str | None = None
+    valid_until: str | None = None
+    superseded_by: str | None = Field(default=None, description="the message that replaced the fact")
+    on_active_branch: bool = True
+    facts: list[dict[str, Any]] = Field(default_factory=list, description="every fact the message states")
 
 
 class QueryMemoryResult(BaseModel):
@@ -100,7 +110,13 @@ class MemoryServer:
         return self._tools[corpus]
 
     def query(
-        self, corpus: str, question: str, k: int, as_of: str | None, psychological_access: bool
+        self,
+        corpus: str,
+        question: str,
+        k: int,
+        as_of: str | None,
+        psychological_access: bool,
+        believed_at: str | None = None,
     ) -> QueryMemoryResult:
         when = datetime.fromisoformat(as_of) if as_of else None
         answer = query_memory(
@@ -111,6 +127,7 @@ class MemoryServer:
             scope=self.scope(corpus),
             psychological_access=psychological_access,
             pool=self.pool,
+            believed_at=datetime.fromisoformat(believed_at) if believed_at else None,
         )
         return QueryMemoryResult(
             corpus=corpus,
@@ -128,6 +145,12 @@ class MemoryServer:
                     span=[i.span_start, i.span_end],
                     score=round(i.score, 4),
                     paths=i.paths,
+                    fact_status=(i.fact or {}).get("status"),
+                    valid_from=(i.fact or {}).get("valid_from"),
+                    valid_until=(i.fact or {}).get("valid_until"),
+                    superseded_by=((i.fact or {}).get("superseded_by") or {}).get("cite"),
+                    on_active_branch=i.on_active_branch,
+                    facts=i.facts,
                 )
                 for i in answer.items
             ],
@@ -177,12 +200,19 @@ def build_server(memory: MemoryServer):
 
     @tool()
     def query_memory(
-        corpus: str, question: str, k: int = 8, as_of: str | None = None, psychological_access: bool = False
+        corpus: str,
+        question: str,
+        k: int = 8,
+        as_of: str | None = None,
+        psychological_access: bool = False,
+        believed_at: str | None = None,
     ) -> QueryMemoryResult:
         """Hierarchical retrieval (topics > concepts > graph > evidence, fused with search over the raw
-        messages): ranked, cited evidence and the XML context. `as_of` (ISO date) asks what memory held
-        then; reflective hypotheses only with psychological_access=true."""
-        return memory.query(corpus, question, max(1, min(k, 20)), as_of, psychological_access)
+        messages): ranked, cited evidence and the XML context, each item with its facts (current /
+        superseded, valid_from / valid_until, superseded_by). `as_of` (ISO date): what was true then;
+        `believed_at` (ISO): the facts as memory believed them then; reflective hypotheses only with
+        psychological_access=true."""
+        return memory.query(corpus, question, max(1, min(k, 20)), as_of, psychological_access, believed_at)
 
     @tool()
     def smart_search(corpus: str, query: str, k: int = 8) -> dict:
@@ -191,14 +221,30 @@ def build_server(memory: MemoryServer):
 
     @tool()
     def explore_node(corpus: str, node_id: str, node_type: str | None = None) -> dict:
-        """Any node (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation): summary and, per
-        relation, the count and first neighbours."""
+        """Any node (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation, FactState): summary
+        and, per relation, the count and first neighbours."""
         return memory.tools(corpus).explore_node(node_id, node_type)
 
     @tool()
     def lens(corpus: str, node_id: str, paths: list[str] | None = None, max_ids: int = 20) -> dict:
-        """Follow relation paths from a node, e.g. ["Topic>Concept>Message"]; at most 20 ids per path."""
+        """Follow relation paths from a node, e.g. ["Topic>Concept>Message"] or ["Concept>FactState>HISTORY"];
+        at most 20 ids per path."""
         return memory.tools(corpus).lens(node_id, paths, max_ids)
+
+    @tool()
+    def facts(
+        corpus: str,
+        subject: str | None = None,
+        slot: str | None = None,
+        as_of: str | None = None,
+        believed_at: str | None = None,
+    ) -> dict:
+        """Fact histories per (subject, slot): the current value, what it replaced and when (valid_from /
+        valid_until / superseded_by), each state cited. `as_of` (ISO): what was true then; `believed_at`
+        (ISO): what memory believed then, before later revisions."""
+        when = datetime.fromisoformat(as_of) if as_of else None
+        believed = datetime.fromisoformat(believed_at) if believed_at else None
+        return memory.tools(corpus).facts(subject, slot, when, believed)
 
     @tool()
     def read_source_message(corpus: str, message_id: str, context: int = 1) -> dict:

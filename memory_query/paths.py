@@ -17,11 +17,11 @@ paths of one phase see each other only through what they leave on the state, in 
   evidence confidence);
 - LIFT — **speaker**: messages written by a participant the question names, only where a MATCH path found
   something (naming someone must not return everything they wrote);
-- CONTEXT — **graph**: NEXT/PREVIOUS around the strongest fused messages lend them part of their score.
-
-A later phase may hold adjustments that must see every path's contribution (e.g. an as-of "current facts"
-correction: a score added with weight 1 and `as_is`, negative where a superseded fact would outrank the one
-that replaced it).
+- CONTEXT — **graph**: NEXT/PREVIOUS around the strongest fused messages lend them part of their score;
+- REVISE — **current_facts**: for the (subject, slot) facts the question is about, the latest evidence of
+  the fact current at `as_of` (as believed at `believed_at`) is lifted just above the best-ranked message of
+  a fact it replaced (a superseded fact never outranks the fact that replaced it; an abandoned ChatGPT
+  branch never outranks the active one); it sees every other path's contribution (weight 1, `as_is`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from enum import IntEnum
 import numpy as np
 
 from memory_query.evidence import TopicHit
+from memory_query.facts import current_fact_lift, facts_built
 from memory_query.fusion import as_is, max_scaled, pool_scaled, strongest
 from memory_query.reader import NAME_WORD, CorpusReader
 from memory_query.state import ConceptMatch, QueryState
@@ -42,6 +43,7 @@ class Phase(IntEnum):
     MATCH = 1
     LIFT = 2
     CONTEXT = 3
+    REVISE = 4
 
 
 @dataclass(frozen=True)
@@ -229,5 +231,6 @@ REGISTRY: tuple[RetrievalPath, ...] = (
     # 0.720 at 1.0: a plateau
     RetrievalPath("speaker", Phase.LIFT, 0.5, speaker, _speakers_named, as_is),
     RetrievalPath("graph", Phase.CONTEXT, 0.1, graph, _graph_loaded, as_is),
+    RetrievalPath("current_facts", Phase.REVISE, 1.0, current_fact_lift, facts_built, as_is),
 )
 PATH_NAMES: tuple[str, ...] = tuple(p.name for p in REGISTRY)

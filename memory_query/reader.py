@@ -250,6 +250,12 @@ class CorpusReader:
             ids, index, rows, [np.unique(np.asarray(m, dtype=np.int64)) for m in members], links
         )
 
+    def facts(self):
+        """Claims and FactState versions (`memory_query.facts.FactTable`), loaded once per store version."""
+        from memory_query.facts import load_fact_table
+
+        return self._cached("facts", self._sql_stamp("source", "staging"), lambda: load_fact_table(self))
+
     def speakers(self) -> dict[str, np.ndarray]:
         """A named participant's first name (lower case) → indexes of the messages they wrote. Role-like
         authors ("user", "assistant") are not names a question would use."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from memory_query.catalog import NodeCatalog
+from memory_query.catalog import RELATIONS, NodeCatalog
 from memory_query.evidence import MemoryAnswer, render_context
 from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
@@ -74,6 +74,7 @@ class ScopeGuard:
             "Topic": ["Topic>Segment", "Segment>Message"],
             "AnchorEntity": ["AnchorEntity>Topic", "Topic>Segment", "Segment>Message"],
             "Domain": ["Domain>Topic", "Topic>Segment", "Segment>Message"],
+            "FactState": ["FactState>Message"],
         }.get(node_type)
         if below is None:
             return False
@@ -108,6 +109,7 @@ def scoped_rank(
     roles: tuple[str, ...] | None = None,
     psychological_access: bool = False,
     settings: RetrievalSettings | None = None,
+    believed_at: datetime | None = None,
 ) -> MemoryAnswer:
     """`rank` through the middleware: asks the base for more than k and keeps what is in scope."""
     guard = ScopeGuard(reader, scope)
@@ -122,6 +124,7 @@ def scoped_rank(
             roles=roles,
             psychological_access=psychological_access,
             settings=settings,
+            believed_at=believed_at,
         )
         kept = [i for i in answer.items if guard.message(i.message_id)]
         if len(kept) >= k or fetch >= total or len(answer.items) < fetch:
@@ -156,8 +159,7 @@ class ScopedTools:
         out = self.tools.explore_node(node_id, node_type)
         catalog = self.tools.catalog
         for relation, rel in out["relations"].items():
-            target = relation.split(">")[1]
-            target = "Message" if target in ("NEXT", "PREVIOUS") else target
+            target = RELATIONS[relation][1]
             inside = [
                 i
                 for i, _ in catalog.neighbour_ids(relation, node_id)[:SCOPE_CHECK_LIMIT]
@@ -184,6 +186,37 @@ class ScopedTools:
         out = self.tools.read_source_message(message_id, context)
         out["before"] = self._refs(out["before"])
         out["after"] = self._refs(out["after"])
+        return out
+
+    def facts(self, subject=None, slot=None, as_of=None, believed_at=None) -> dict:
+        """Fact histories with the evidence outside the scope removed, and the states and histories left
+        with no evidence inside it."""
+        out = self.tools.facts(subject, slot, as_of, believed_at)
+
+        def inside(cite: str | None) -> bool:
+            return cite is not None and self.guard.message(cite[len("[Source:") : -1])
+
+        kept = []
+        for g in out["facts"]:
+            states = []
+            for s in g["states"]:
+                evidence = [e for e in s["evidence"] if inside(e["cite"])]
+                if evidence:
+                    by = s["superseded_by"]
+                    if by and not inside(by["cite"]):
+                        by = {**by, "cite": None}
+                    states.append({**s, "evidence": evidence, "superseded_by": by})
+            if states:
+                others = [c for c in g["not_in_history"] if inside(c["cite"])]
+                current = next((s["value"] for s in states if s["status"] == "current"), None)
+                kept.append({**g, "states": states, "not_in_history": others, "current": current})
+        out = {
+            **out,
+            "facts": kept,
+            "total": len(kept),
+            "ids": [s["fact_state_id"] for g in kept for s in g["states"]],
+        }
+        out.pop("more", None)
         return out
 
     def submit_evidence(self, message_ids: list[str], claim: str) -> dict:

@@ -59,10 +59,22 @@ def visible_messages(
 class QueryState:
     """One question's retrieval in progress over one reader."""
 
-    def __init__(self, reader: CorpusReader, question: str, settings: RetrievalSettings, visible: np.ndarray):
+    def __init__(
+        self,
+        reader: CorpusReader,
+        question: str,
+        settings: RetrievalSettings,
+        visible: np.ndarray,
+        *,
+        as_of: datetime | None = None,
+        believed_at: datetime | None = None,
+    ):
         self.reader = reader
         self.question = question
         self.settings = settings
+        #: valid time (what was true then) and system time (what memory believed then) of the question
+        self.as_of = as_of
+        self.believed_at = believed_at
         self.table = reader.messages()
         self.visible = visible
         self.tokens = tokenize(question)

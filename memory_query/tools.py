@@ -12,10 +12,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory_core.lexical import STOP_WORDS, tokenize
 from memory_core.store.db import utcnow
 from memory_query.catalog import NODE_TYPES, RELATIONS, NodeCatalog, relations_from
+from memory_query.fact_history import fact_history
 from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
 from memory_query.settings import RetrievalSettings
@@ -243,6 +245,33 @@ class MemoryTools:
             "read_source_message", {"message_id": message_id, "context": context}, out, started
         )
 
+    def facts(
+        self,
+        subject: str | None = None,
+        slot: str | None = None,
+        as_of: datetime | None = None,
+        believed_at: datetime | None = None,
+    ) -> dict:
+        """Fact histories per (subject, slot): the current value, the states it replaced with their valid
+        times and what replaced them, each cited; `as_of` = valid-time travel, `believed_at` = what memory
+        believed then. At most `max_ids` histories, each with at most `max_ids` states."""
+        started = time.perf_counter()
+        groups = fact_history(self.reader, subject, slot, as_of=as_of, believed_at=believed_at)
+        cap = self.limits.max_ids
+        shown = []
+        for g in groups[:cap]:
+            g = {**g, "states": g["states"][-cap:], "not_in_history": g["not_in_history"][:cap]}
+            shown.append(g)
+        out = {
+            "facts": shown,
+            "total": len(groups),
+            "ids": [s["fact_state_id"] for g in shown for s in g["states"]][:cap],
+        }
+        if len(groups) > cap:
+            out["more"] = f"{len(groups) - cap} more histories not shown (cap {cap}); name a subject or slot"
+        args = {"subject": subject, "slot": slot, "as_of": as_of, "believed_at": believed_at}
+        return self._trace("facts", args, out, started)
+
     def submit_evidence(self, message_ids: list[str], claim: str) -> dict:
         """The Scout's exit: the messages that support a claim. Ids are checked; unknown ones are rejected."""
         started = time.perf_counter()
@@ -279,10 +308,7 @@ class MemoryTools:
         for name in names:
             relation = f"{current}>{name}"
             if relation not in RELATIONS:
-                options = ", ".join(
-                    RELATIONS[r][1] if not r.endswith(("NEXT", "PREVIOUS")) else r.split(">")[1]
-                    for r in relations_from(current)
-                )
+                options = ", ".join(r.split(">")[1] for r in relations_from(current))
                 raise ToolError(
                     f"cannot go from {current} to {name}; from {current} you can go to: {options}"
                 )

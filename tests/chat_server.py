@@ -85,6 +85,7 @@ def default_answer(request: dict) -> str:
                     {"message_ref": ref, "quote": quote, "char_start": start, "char_end": start + len(quote)}
                 ],
                 "relations": [],
+                "claims": [],
             }
         )
         if "frustrated" in text:

@@ -257,7 +257,7 @@ def test_llm_teacher_end_to_end_faults_accounting_and_zero_calls_on_rerun(
     assert checks["mention_spans_verbatim"] and checks["reaction_schema_validity"]
     assert checks["every_segment_extracted"] is False  # WARN: the invalid answer's segment is pending
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v2"
+    assert meta["teacher"] == "gpt-4o-mini" and meta["extractor"] == "llm:gpt-4o-mini/extraction/v3"
     # the refusal is final; the invalid answer (chance, not a verdict) is retried by the next run
     assert meta["segments_extracted"] == 4 and meta["segments_failed"] == 1 and meta["segments_pending"] == 1
     assert meta["llm_calls"] == 6 and meta["llm_cache_hits"] == 0

@@ -100,6 +100,7 @@ def test_the_mapper_cuts_an_llm_fact_title_and_keeps_distinct_facts_apart():
                 CandidateSpan(message_ref="m1", quote=quote, char_start=start, char_end=start + len(quote))
             ],
             relations=[],
+            claims=[],
         )
 
     out = map_extraction(

@@ -109,6 +109,11 @@ CONFIGS: dict[str, Maps] = {
             "llm_adjudicator": "ask the llm resource's model in the ambiguous band when it has one",
         },
     ),
+    "FactStatesConfig": Maps(
+        core=lambda: _mod("memory_assets.revision.assets").FactConfig(),
+        own={"llm_adjudicator": "ask the llm resource's model what the rules cannot settle, when it has one"},
+    ),
+    "RepairsConfig": Maps(core=lambda: _mod("memory_assets.revision.assets").RepairConfig()),
     "TopicsAssetConfig": Maps(
         core=lambda: _topics().TopicsConfig(),
         renamed={

@@ -22,7 +22,7 @@ from evals.retrievers.memory import MemoryResultError, MemoryRetriever, benchmar
 from memory_cli.main import cli
 from memory_core.store.schema import messages
 from tests.conftest import SHARED_DATA, write_json
-from tests.eval_samples import lme_file_records, locomo_sample
+from tests.eval_samples import lme_file_records, lme_question, locomo_sample
 
 SCORER = SHARED_DATA.parent / "tools" / "score_retrievals.py"
 
@@ -396,6 +396,7 @@ def test_ablation_variants_name_registry_paths():
         "dense_message",
         "dense_segment",
         "speaker",
+        "current_facts",
     ]
     assert parse_variant("base")[1].describe() == parse_variant("base:")[1].describe()
     with pytest.raises(UnknownPathError, match="unknown retrieval path"):
@@ -412,3 +413,26 @@ def test_the_dev_split_is_a_stable_partition_of_haystack_ids():
     assert in_split(ids, "all", key=str) == ids
     assert [split_of(i) for i in ids] == [split_of(i) for i in ids]
     assert split_of("conv-26") == "tune" and split_of("conv-41") == "confirm"
+
+
+def test_latest_first_asks_whether_the_latest_told_evidence_ranks_above_the_earlier(tmp_path):
+    from evals.datasets import load_longmemeval
+    from evals.metrics import latest_first, score_question, summarise
+
+    [haystack] = load_longmemeval(write_json(tmp_path / "lme.json", [lme_question()]))
+    question = haystack.questions[0]
+    # evidence told on 1 May (answer_s1_0) and on 10 May (answer_s2_2): the 10 May turn is the latest
+    assert latest_first(haystack, question, ["answer_s2_2", "s_noise_0", "answer_s1_0"]) == 1.0
+    assert latest_first(haystack, question, ["answer_s1_0", "answer_s2_2"]) == 0.0
+    assert latest_first(haystack, question, ["answer_s1_0", "s_noise_0"]) == 0.0  # not retrieved at all
+    levels = score_question(haystack, question, ["answer_s2_2", "answer_s1_0"], ["answer_s2", "answer_s1"])
+    assert levels["update"] == {"latest_first": 1.0}
+    assert summarise([("m", question.question_type, levels)])["m"]["update"]["overall"] == {
+        "latest_first": 1.0,
+        "n": 1,
+    }
+    # evidence told in one session only: not a question about an update
+    once = lme_question("q_once")
+    once["haystack_sessions"][0][0]["has_answer"] = False
+    [single] = load_longmemeval(write_json(tmp_path / "once.json", [once]))
+    assert latest_first(single, single.questions[0], ["answer_s2_2"]) is None

@@ -219,6 +219,7 @@ def _candidate(title, quote, ref="m1", type_="entity", start=0):
         confidence=0.9,
         evidence=[CandidateSpan(message_ref=ref, quote=quote, char_start=start, char_end=start + len(quote))],
         relations=[],
+        claims=[],
     )
 
 

@@ -39,7 +39,11 @@ from memory_core.concepts.store import (
 from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.store.schema import action_log, canonical_concepts, concept_evidence
 
-CONCEPT_ACTIONS = ("create", "attach", "refine", "relate", "merge", "split", "archive", "rollback")
+# invalidate / dispute / repair: the revision layer's changes (a source changed, a fact contradicted, a
+# repair worker's action), stated as patches like the others
+CONCEPT_ACTIONS = (
+    "create", "attach", "refine", "relate", "merge", "split", "archive", "rollback", "invalidate", "dispute", "repair",
+)  # fmt: skip
 
 
 @dataclass

@@ -21,6 +21,7 @@ def evidence_grounding(store: CorpusStore) -> CheckResult:
             "concepts": g["concepts"],
             "evidence_spans": g["evidence_spans"],
             "ungrounded_concepts": g["ungrounded_concepts"],
+            "awaiting_revision": g["awaiting_revision"],
             "bad_spans": g["bad_spans"],
         },
     )

@@ -99,7 +99,17 @@ def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> d
 
 
 def grounding(store: CorpusStore) -> dict:
-    """Every evidence span of every live concept re-read from the source message."""
+    """Every active evidence span of every live concept in a current segment re-read from the source message.
+
+    Evidence read in a segment that a changed conversation retired is not checked here: the revision layer
+    re-grounds it (rejected / stale) and repairs its concept. A live concept with no active evidence in a
+    current segment is ungrounded unless it is awaiting that revision (evidence in retired segments, or
+    trust broken / stale: queued for repair); those are counted apart (`awaiting_revision`)."""
+    live = canonical_concepts.c.state.in_(LIVE_STATES)
+    current = segments.c.superseded_at.is_(None)
+    evidence = concept_evidence.join(
+        canonical_concepts, canonical_concepts.c.concept_id == concept_evidence.c.concept_id
+    ).join(segments, segments.c.segment_id == concept_evidence.c.segment_id)
     with store.staging.connect() as conn:
         spans = conn.execute(
             select(
@@ -109,12 +119,21 @@ def grounding(store: CorpusStore) -> dict:
                 concept_evidence.c.span_end,
                 concept_evidence.c.text,
             )
-            .join(canonical_concepts, canonical_concepts.c.concept_id == concept_evidence.c.concept_id)
-            .where(canonical_concepts.c.state.in_(LIVE_STATES), concept_evidence.c.status == "active")
+            .select_from(evidence)
+            .where(live, current, concept_evidence.c.status == "active")
         ).all()
-        concepts = conn.execute(
-            select(func.count()).where(canonical_concepts.c.state.in_(LIVE_STATES))
-        ).scalar_one()
+        concepts = conn.execute(select(func.count()).where(live)).scalar_one()
+        pending = set(
+            conn.execute(
+                select(concept_evidence.c.concept_id).select_from(evidence).where(live, ~current)
+            ).scalars()
+        ) | set(
+            conn.execute(
+                select(canonical_concepts.c.concept_id).where(
+                    live, canonical_concepts.c.trust.in_(("broken", "stale"))
+                )
+            ).scalars()
+        )
     by_message: dict[str, list] = defaultdict(list)
     for span in spans:
         by_message[span.message_id].append(span)
@@ -141,13 +160,17 @@ def grounding(store: CorpusStore) -> dict:
                                 "span": [s.span_start, s.span_end],
                             }
                         )
-    without_evidence = concepts - len({s.concept_id for s in spans})
+    grounded = {s.concept_id for s in spans}
+    awaiting = len(pending - grounded)
+    without_evidence = concepts - len(grounded) - awaiting
     ungrounded = len(bad_concepts) + without_evidence
+    judged = concepts - awaiting
     return {
         "concepts": concepts,
         "evidence_spans": len(spans),
-        "grounding": round((concepts - ungrounded) / concepts, 4) if concepts else 1.0,
+        "grounding": round((judged - ungrounded) / judged, 4) if judged else 1.0,
         "ungrounded_concepts": ungrounded,
+        "awaiting_revision": awaiting,
         "bad_spans": bad_spans[:20],
     }
 

@@ -15,7 +15,10 @@ VOCABULARY_COVERAGE_MIN = 0.95
 
 
 def mention_spans_verbatim(store: CorpusStore) -> CheckResult:
-    """Every mention's surface is its message's text between the offsets, inside its segment's piece."""
+    """Every mention of a current segment has as surface its message's text between the offsets, inside its
+    segment's piece. Mentions of segments a changed conversation retired are not checked: their source may
+    have changed on purpose, and the revision layer re-grounds what was built on them."""
+    current = segments.c.superseded_at.is_(None)
     with store.staging.connect() as conn:
         rows = conn.execute(
             select(
@@ -26,10 +29,17 @@ def mention_spans_verbatim(store: CorpusStore) -> CheckResult:
                 mentions.c.span_end,
                 mentions.c.surface,
             )
+            .join(segments, segments.c.segment_id == mentions.c.segment_id)
+            .where(current)
         ).all()
+        retired = conn.execute(
+            select(func.count())
+            .select_from(mentions.join(segments, segments.c.segment_id == mentions.c.segment_id))
+            .where(~current)
+        ).scalar_one()
         pieces: dict[str, list[dict]] = {
             r.segment_id: r.message_spans
-            for r in conn.execute(select(segments.c.segment_id, segments.c.message_spans))
+            for r in conn.execute(select(segments.c.segment_id, segments.c.message_spans).where(current))
         }
     texts = message_texts(store, {r.message_id for r in rows})
     not_verbatim = outside = 0
@@ -49,6 +59,7 @@ def mention_spans_verbatim(store: CorpusStore) -> CheckResult:
             "not_verbatim": not_verbatim,
             "outside_segment": outside,
             "verbatim_rate": round((total - not_verbatim) / total, 4) if total else 1.0,
+            "mentions_of_retired_segments": retired,
         },
     )
 

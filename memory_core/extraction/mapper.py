@@ -161,6 +161,7 @@ def map_extraction(
                     update={
                         "evidence": first.evidence + candidate.evidence,
                         "relations": first.relations + candidate.relations,
+                        "claims": first.claims + candidate.claims,
                         "confidence": max(first.confidence, candidate.confidence),
                     }
                 ),
@@ -248,6 +249,9 @@ def map_extraction(
                 extractor=extractor,
                 extracted_at=now,
                 message_created_at=message.created_at,
+                # the revisable facts stated, as the teacher gave them (the revision layer's claims stage
+                # resolves subjects, slots and valid times)
+                claims=[c.model_dump() for c in candidate.claims],
             )
         if not rows:
             out.stats["rejected"] += 1

@@ -46,6 +46,7 @@ from memory_core.ontology.extraction import (
 )
 from memory_core.ontology.reactions import UserReaction
 from memory_core.ontology.titles import fact_title
+from memory_core.revision.slot_rules import offline_claims
 
 _GENERIC_DEFINITION = ", mentioned by "
 RULES_VERSION = "offline/v2"  # v2: fact titles per the title contract, entity descriptions as definitions
@@ -452,4 +453,12 @@ class OfflineTeacher(Teacher):
                 for t, r, c in d.relations
                 if t != d.title
             ],
+            # the revisable facts of the clauses, by the revision layer's slot rules
+            claims=list(
+                {
+                    c.model_dump_json(): c
+                    for m, a, b in d.evidence
+                    for c in offline_claims(d.type, m.text[a:b], m.created_at, m.is_person)
+                }.values()
+            ),
         )

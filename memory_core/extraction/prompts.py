@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from memory_core.extraction.teacher import SegmentInput
+from memory_core.ontology.claims import slot_vocabulary_text
 from memory_core.ontology.extraction import SegmentExtraction
 
 
@@ -24,7 +25,8 @@ class Prompt:
     render: Callable[[SegmentInput], str]
 
 
-EXTRACTION_SYSTEM = """\
+EXTRACTION_SYSTEM = (
+    f"""\
 You extract long-term memory from one segment of a conversation, into a fixed ontology.
 
 Concept types:
@@ -53,11 +55,21 @@ Rules:
     with the speaker's name (or "the user") and, when the message gives one, the date resolved from the
     message time in parentheses ("Caroline went to a LGBTQ support group yesterday (7 May 2023).").
 - Relations only between concepts of this answer (`target_title` = the other concept's title).
+- Claims: a fact concept that sets a revisable attribute of someone lists it in `claims`, one per slot
+  (a name concept and a fact setting none: []). `subject` is "speaker" for the person speaking (I, my, we),
+  else the person's name, or "speaker's <relation>" when unnamed. `slot` is one of:
+{slot_vocabulary_text()}
+  `qualifier` names what the slot is about where it needs one (lower case, singular), else "". `value` is the
+  value alone ("Seattle", "3", "Tuesdays and Thursdays"); a count is a number in digits. `polarity` is
+  "negated" when the text says it stopped or is not so ("I sold the Civic", "I don't live there anymore").
+  `valid_from` is YYYY-MM-DD when the text says when it became true, resolved from the message time
+  ("since March", "last week"); else "".
 - Reactions: the state of a person speaking, on the vocabulary given; `epistemic_status` is explicit when
   they name the feeling, inferred otherwise; `state_raw` is the person's own word only when state is Other,
   else ""; `evidence_message_id` is the message handle; `cue` is the verbatim words showing the state.
-- Nothing to extract: {"concepts": [], "reactions": []}.
+- Nothing to extract: {{"concepts": [], "reactions": []}}.
 """
+)
 
 
 def render_segment(segment: SegmentInput) -> str:
@@ -73,7 +85,7 @@ def render_segment(segment: SegmentInput) -> str:
 
 
 EXTRACTION_PROMPT = Prompt(
-    prompt_id="extraction/v2",  # v2: the title / description contract per type
+    prompt_id="extraction/v3",  # v2: the title / description contract per type; v3: claims with slots
     system=EXTRACTION_SYSTEM,
     response_model=SegmentExtraction,
     render=render_segment,

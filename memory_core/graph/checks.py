@@ -42,8 +42,8 @@ def graph_counts_match_tables(store: CorpusStore, counts: GraphCounts) -> CheckR
 
 
 def evidence_points_to_source_messages(store: CorpusStore, graph: GraphStore) -> CheckResult:
-    """Every EVIDENCE_FOR edge starts at a stored source message and its span text is that message's text
-    at the offsets."""
+    """Every EVIDENCE_FOR edge starts at a stored source message and, while the evidence is active, its span
+    text is that message's text at the offsets (rejected / stale evidence keeps the text it was read as)."""
     missing, wrong_span, total, examples = 0, 0, 0, []
 
     def verify(batch: list[tuple[str, dict]]) -> None:
@@ -60,6 +60,8 @@ def evidence_points_to_source_messages(store: CorpusStore, graph: GraphStore) ->
             text = texts.get(message_id)
             if text is None:
                 missing += 1
+            elif props.get("status", "active") != "active":
+                continue
             elif text[props["span_start"] : props["span_end"]] != props["text"]:
                 wrong_span += 1
             else:

@@ -325,7 +325,15 @@ class GraphExport:
 
         f = fact_states.c
         states_stmt = (
-            select(f.fact_state_id, f.concept_id, f.valid_from, f.valid_until, f.recorded_at, f.superseded_at)
+            select(
+                f.fact_state_id,
+                f.concept_id,
+                f.valid_from,
+                f.valid_until,
+                f.recorded_at,
+                f.superseded_at,
+                f.status,
+            )
             .join(canonical_concepts, cc.concept_id == f.concept_id)
             .order_by(f.concept_id, f.fact_state_id)
         )
@@ -338,6 +346,7 @@ class GraphExport:
                     "valid_until": r.valid_until,
                     "recorded_at": r.recorded_at,
                     "superseded_at": r.superseded_at,
+                    "status": r.status or "",
                 }
                 for r in part
             ]

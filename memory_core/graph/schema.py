@@ -147,13 +147,21 @@ NODE_TYPES: dict[str, NodeType] = {
             "FactState",
             (
                 S("concept_id"),
-                S("attribute"),
+                S("attribute"),  # the slot key
                 S("value"),
                 T("valid_from"),
                 T("valid_until", nullable=True),
                 T("recorded_at"),
                 T("superseded_at", nullable=True),
                 S("evidence_message_id"),
+                S("state_key", nullable=True),  # the state across its versions
+                S("subject"),
+                S("slot"),
+                S("status"),  # current | superseded | ended | disputed
+                S("superseded_by", nullable=True),  # state_key of the state that replaced it
+                S("closed_by_message_id", nullable=True),
+                S("claim_ids"),  # JSON list
+                S("conflicts_with"),  # JSON list of state_keys
             ),
         ),
         NodeType(
@@ -246,6 +254,7 @@ EDGE_TYPES: dict[str, EdgeType] = {
                 T("valid_until", nullable=True),
                 T("recorded_at"),
                 T("superseded_at", nullable=True),
+                S("status"),
             ),
         ),
         EdgeType("DURING", (("UserReaction", "Topic"),)),

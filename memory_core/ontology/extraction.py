@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memory_core.ontology.claims import ClaimCandidate
 from memory_core.ontology.concepts import ConceptType, RelationType
 from memory_core.ontology.reactions import UserReaction
 from memory_core.ontology.strict import StrictBase
@@ -45,6 +46,10 @@ class ConceptCandidate(StrictBase):
     evidence: list[CandidateSpan] = Field(description="at least one verbatim quote supporting the concept")
     relations: list[CandidateRelation] = Field(
         description="typed relations to other candidates; [] when none"
+    )
+    claims: list[ClaimCandidate] = Field(
+        description="the revisable facts the concept states (where someone lives, works, what they own and "
+        "how many, a favourite, a schedule ...), one per slot; [] for names and facts setting no slot"
     )
 
 

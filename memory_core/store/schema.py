@@ -175,6 +175,8 @@ mentions = Table(
     Column("extractor", String(100), nullable=False),
     Column("extracted_at", DateTime, nullable=False),
     Column("message_created_at", DateTime, nullable=False),
+    # [ClaimCandidate]: the revisable facts the teacher says the mention states (NULL: extracted before claims)
+    Column("claims", JSON, nullable=True),
 )
 Index("ix_mentions_segment", mentions.c.segment_id)
 Index("ix_mentions_message", mentions.c.message_id)
@@ -428,36 +430,87 @@ repair_queue = Table(
     Column("concept_id", ID, nullable=False),
     Column("trust", String(16), nullable=False),
     Column("reason", Text, nullable=False),
-    Column("status", String(16), nullable=False),  # queued | done | escalated
+    Column("status", String(16), nullable=False),  # queued | done | escalated | rolled_back
     Column("enqueued_at", DateTime, nullable=False),
     Column("resolved_at", DateTime, nullable=True),
+    # what the repair worker did (reattach|refine|split|merge|archive|rebuild) or why it could not
+    Column("action", String(24), nullable=True),
+    Column("note", Text, nullable=True),
+    Column("run_id", String(64), nullable=True),  # the repair run that resolved it
+    Column("cited_claim_ids", JSON, nullable=True),
+    Column("cited_message_ids", JSON, nullable=True),
+    # snapshots (memory_core.concepts.snapshots) of the concepts the repair touched: rollback writes `before`
+    Column("before_state", JSON, nullable=True),
+    Column("after_state", JSON, nullable=True),
 )
+Index("ix_repair_queue_status", repair_queue.c.status, repair_queue.c.concept_id)
 
+# A revisable fact a mention states (memory_core.ontology.claims): subject, slot, value, valid time, status.
 claims = Table(
     "claims",
     staging_metadata,
     Column("claim_id", ID, primary_key=True),
-    Column("concept_id", ID, nullable=False),
+    Column("concept_id", ID, nullable=False),  # the mention's concept ("" while it has none)
     Column("message_id", ID, nullable=False),
-    Column("text", Text, nullable=False),
-    Column("state", String(16), nullable=False),  # active | stale | disputed | rejected | archived
-    Column("recorded_at", DateTime, nullable=False),
+    Column("text", Text, nullable=False),  # the evidence span, verbatim
+    Column("state", String(16), nullable=False),  # the claim's status: active|stale|disputed|rejected|archived
+    Column("recorded_at", DateTime, nullable=False),  # system time memory first recorded it
+    Column("mention_id", ID, nullable=True),
+    Column("segment_id", ID, nullable=True),
+    Column("conversation_id", ID, nullable=True),
+    Column("subject", Text, nullable=True),  # normalised: the author's key, a name, "<author>'s sister"
+    Column("subject_label", Text, nullable=True),
+    Column("slot", String(32), nullable=True),
+    Column("qualifier", Text, nullable=True),
+    Column("attribute", Text, nullable=True),  # slot key: slot[:qualifier], what a history is kept for
+    Column("value", Text, nullable=True),
+    Column("value_norm", Text, nullable=True),
+    Column("polarity", String(16), nullable=True),  # affirmed | negated
+    Column("span_start", Integer, nullable=True),
+    Column("span_end", Integer, nullable=True),
+    Column("valid_from", DateTime, nullable=True),  # valid time: stated in the text, else when it was said
+    Column("valid_time_source", String(16), nullable=True),  # stated | utterance
+    Column("spoken_at", DateTime, nullable=True),  # the message time
+    Column("state_reason", Text, nullable=True),  # why the status is what it is (invalidation, branch ...)
+    Column("state_changed_at", DateTime, nullable=True),
+    Column("extractor", String(100), nullable=True),
+    Column("on_active_branch", Boolean, nullable=True),  # False: an abandoned ChatGPT branch, never current
 )
+Index("ix_claims_mention", claims.c.mention_id)
+Index("ix_claims_subject", claims.c.subject, claims.c.attribute)
+Index("ix_claims_message", claims.c.message_id)
 
-fact_states = Table(  # bi-temporal: (Concept)-[:HAS_STATE {valid_from, valid_until}]->(FactState)
+# bi-temporal: (Concept)-[:HAS_STATE {valid_from, valid_until}]->(FactState). One row per version of a state:
+# a state whose interval or status changes gets a new row (recorded_at = then) and its old row superseded_at.
+fact_states = Table(
     "fact_states",
     staging_metadata,
     Column("fact_state_id", ID, primary_key=True),
-    Column("concept_id", ID, nullable=False),
-    Column("attribute", Text, nullable=False),
+    Column("concept_id", ID, nullable=False),  # the concept of the claim that opened the state ("" if none)
+    Column("attribute", Text, nullable=False),  # the slot key
     Column("value", Text, nullable=False),
     Column("valid_from", DateTime, nullable=False),
-    Column("valid_until", DateTime, nullable=True),  # NULL = current
+    Column("valid_until", DateTime, nullable=True),  # NULL = still true
     Column("recorded_at", DateTime, nullable=False),
-    Column("superseded_at", DateTime, nullable=True),  # system time the memory stopped believing it
-    Column("evidence_message_id", ID, nullable=False),
+    Column("superseded_at", DateTime, nullable=True),  # system time the memory stopped believing this version
+    Column("evidence_message_id", ID, nullable=False),  # the message of the opening claim
+    Column("state_key", ID, nullable=True),  # the state across its versions
+    Column("subject", Text, nullable=True),
+    Column("subject_label", Text, nullable=True),
+    Column("slot", String(32), nullable=True),
+    Column("value_norm", Text, nullable=True),
+    Column("status", String(16), nullable=True),  # current | superseded | ended | disputed
+    Column("claim_ids", JSON, nullable=True),  # the claims supporting it, in valid-time order
+    Column("superseded_by", ID, nullable=True),  # state_key of the state that replaced it
+    Column("closed_by_claim_id", ID, nullable=True),  # the evidence that closed it (supersession or negation)
+    Column("closed_by_message_id", ID, nullable=True),
+    Column("conflicts_with", JSON, nullable=True),  # state_keys it is disputed with
+    Column("decided_by", String(100), nullable=True),  # rule | llm:<model>: what settled its closing/dispute
+    Column("rationale", Text, nullable=True),
 )
 Index("ix_fact_states_concept", fact_states.c.concept_id, fact_states.c.attribute)
+Index("ix_fact_states_subject", fact_states.c.subject, fact_states.c.attribute)
+Index("ix_fact_states_key", fact_states.c.state_key)
 
 llm_calls = Table(
     "llm_calls",

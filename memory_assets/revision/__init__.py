@@ -1,0 +1,1 @@
+"""The revision layer: claims (with invalidation of changed sources), bi-temporal fact states, repairs."""
