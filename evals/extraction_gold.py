@@ -77,7 +77,9 @@ def main() -> None:
         print(f"  typed  P {t['precision']:.3f} R {t['recall']:.3f} F1 {t['f1']:.3f}")
         if report["titles"]["scored"]:
             ti = report["titles"]
-            print(f"  titles mean token F1 {ti['mean_f1']:.3f}, close (F1 >= 0.6) {ti['close']:.3f} of {ti['scored']}")
+            print(
+                f"  titles mean token F1 {ti['mean_f1']:.3f}, close (F1 >= 0.6) {ti['close']:.3f} of {ti['scored']}"
+            )
         for kind, v in report["by_type"].items():
             print(
                 f"    {kind:<20} P {v['precision']:.3f} R {v['recall']:.3f} F1 {v['f1']:.3f}  (gold {v['gold']})"

@@ -67,7 +67,9 @@ def becomes_concept(row: dict) -> bool:
     """Would the memory loop let this mention make or support a concept? Its canonical title passes the
     title contract (`title_noise`) and its confidence the router's floor: what is scored is what the memory
     keeps, junk that ends as a residual is not a prediction."""
-    return row["confidence"] >= RouterRules().min_confidence and title_noise(row["title"], row["type"]) is None
+    return (
+        row["confidence"] >= RouterRules().min_confidence and title_noise(row["title"], row["type"]) is None
+    )
 
 
 def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
@@ -107,6 +109,10 @@ def gold_segment(
     return SegmentInput(f"gold:{g.id}", f"gold:{g.style}", g.style, views, speakers)
 
 
+def _conversation(g: GoldMessage) -> str:
+    return g.id.rsplit("-", 1)[0]
+
+
 def _round_opener(gold: list[GoldMessage], i: int) -> GoldMessage | None:
     g, prev = gold[i], gold[i - 1] if i else None
     if prev is not None and g.role == "assistant" and prev.role == "user" and prev.style == g.style:
@@ -115,10 +121,11 @@ def _round_opener(gold: list[GoldMessage], i: int) -> GoldMessage | None:
 
 
 def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 0.5) -> dict:
-    speakers_by_style: dict[str, set[str]] = defaultdict(set)
+    # the people of one gold conversation (ids "<conversation>-<n>"): who speaks to whom
+    speakers_by_conversation: dict[str, set[str]] = defaultdict(set)
     for g in gold:
         if g.style == "locomo":
-            speakers_by_style[g.style].add(g.author)
+            speakers_by_conversation[_conversation(g)].add(g.author)
     counts: dict[str, Counter] = defaultdict(Counter)  # scope → tp/pred/gold counters
     reactions = Counter()
     failures: list[dict] = []
@@ -126,7 +133,8 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
     title_scores: list[float] = []
     started = time.perf_counter()
     for i, g in enumerate(gold):
-        segment = gold_segment(g, tuple(sorted(speakers_by_style.get(g.style, ()))), _round_opener(gold, i))
+        speakers = tuple(sorted(speakers_by_conversation.get(_conversation(g), ())))
+        segment = gold_segment(g, speakers, _round_opener(gold, i))
         result = teacher.extract(segment)
         if result.extraction is None:
             failures.append({"message": g.id, "outcome": result.outcome, "error": result.error})
@@ -201,7 +209,9 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
         "titles": {
             "scored": len(title_scores),
             "mean_f1": round(sum(title_scores) / len(title_scores), 3) if title_scores else 0.0,
-            "close": round(sum(s >= 0.6 for s in title_scores) / len(title_scores), 3) if title_scores else 0.0,
+            "close": round(sum(s >= 0.6 for s in title_scores) / len(title_scores), 3)
+            if title_scores
+            else 0.0,
         },
         "teacher_failures": failures,
         "seconds": round(seconds, 3),

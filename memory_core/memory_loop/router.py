@@ -53,7 +53,7 @@ from memory_core.ontology.titles import title_noise
 
 REJECT_REASONS = ("message_missing", "span_unverified", "segment_superseded", "unknown_type", "low_confidence",
                   "empty_title", "generic_title", "sentence_title", "fragment_title", "boilerplate_title",
-                  "adjudicator_reject")  # fmt: skip
+                  "subjectless_title", "dangling_title", "vague_title", "adjudicator_reject")  # fmt: skip
 REFINE_REASONS = ("refine_definition", "refine_context", "refine_weak", "refine_dated")
 
 
