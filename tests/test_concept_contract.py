@@ -200,7 +200,8 @@ def test_facts_attach_only_to_the_same_fact_at_a_compatible_time():
     undated = cand("Caroline went hiking", told=T0 + timedelta(days=30))
     assert router.route(undated, [hit(0.99)], {"k1": view()}).reason_code == "event_time_differs"
     belief = cand("Caroline loves hiking", type_="belief", told=T0 + timedelta(days=90))
-    assert router.route(belief, [hit(0.95)], {"k1": view(type_="belief")}).action == "attach"
+    liked = view(type_="belief", description="Caroline loves hiking.")
+    assert router.route(belief, [hit(0.95)], {"k1": liked}).action == "attach"
     # a neighbour fact (below the fact threshold) is a new concept; the band is ambiguous without adjudicator
     assert router.route(belief, [hit(0.70)], {"k1": view(type_="belief")}).reason_code == "novel"
     assert router.route(belief, [hit(0.84)], {"k1": view(type_="belief")}).reason_code == "ambiguous_create"
@@ -373,7 +374,11 @@ def test_the_offline_teachers_mentions_become_a_coherent_concept_memory(home, tm
     (oscar,) = by_key[("entity", "Oscar")]
     assert oscar["description"] == "Oscar is Melanie's guinea pig." and oscar["support_count"] == 2
     # noise from the teacher is rejected with its reason; nothing else is
-    assert rejected == {"boilerplate_title": "Caroline and others last chatted"}
-    assert report.reject_reasons == {"boilerplate_title": 1}
+    # and a habit read into one phrasing, with no episodes in other conversations, stays a residual
+    assert rejected == {
+        "boilerplate_title": "Caroline and others last chatted",
+        "reflective_unsupported": "Melanie plays clarinet by heart",
+    }
+    assert report.reject_reasons == {"boilerplate_title": 1, "reflective_unsupported": 1}
     # "Max" in Melanie's chats and "Max" in John's are two things: no one takes part in both
     assert len(by_key[("entity", "Max")]) == 2 and "other_participants" in reasons

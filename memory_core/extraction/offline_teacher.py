@@ -97,7 +97,18 @@ _UNMARKED_QUESTION = re.compile(
 _FEELING_WORDS = {w for group in FEELINGS for w in re.findall(r"[a-z]+", group)}
 _INTENSIFIERS = {"so", "really", "very", "super", "extremely", "incredibly", "totally", "quite", "pretty", "a", "bit",
                  "little", "kind", "of", "kinda", "just", "too", "feel", "feeling", "felt", "right", "now", "today"}  # fmt: skip
-_SHORT_STATE = re.compile(r"^(?:i'm|i am|we're) (?:vegan|vegetarian|pregnant|married|divorced|engaged|retired|single)$")
+# a sentence that presents an image, and the "a photo of" a caption starts with
+_PRESENTS = re.compile(
+    r"\b(?:this|these|here(?:'s| is| are)|check (?:it|this|these) out|check out|look at|take a look|pic|photo|"
+    r"picture|snap|shot|made|did|painted|drew|took|got|finished|found)\b",
+    re.IGNORECASE,
+)
+_IMAGE_KIND = re.compile(
+    r"^(?:a |an )?(?:close up |closeup )?(?:photo|picture|image|pic|snapshot) of ", re.IGNORECASE
+)
+_SHORT_STATE = re.compile(
+    r"^(?:i'm|i am|we're) (?:vegan|vegetarian|pregnant|married|divorced|engaged|retired|single)$"
+)
 _WORKS_ON = re.compile(
     r"^(?:i|we)(?:'m| am|'re| are|'ve been| have been)? (?:\w+ )?(?:building|writing|developing|making|creating|"
     r"designing|coding|working on|starting|launching|opening|recording)\b"
@@ -198,6 +209,8 @@ class OfflineTeacher(Teacher):
             if m.is_person:
                 undertakings = projects + [(h.start, h.end) for h in hits if h.kind == "project"]
                 self._statements(m, drafts, {h.name for h in hits}, _listener(segment, m), undertakings)
+                if m.caption:
+                    self._shared_image(m, drafts)
                 for a, b in projects:
                     phrase = m.text[a:b]
                     title = re.sub(r"^(?:a|an|the|my|our)\s+", "", phrase, flags=re.I)
@@ -343,6 +356,21 @@ class OfflineTeacher(Teacher):
             _describe(m, said, future, dated=False, listener=listener)
         )
         return self._add(drafts, kind, title, description, confidence, m, cs, ce)
+
+    def _shared_image(self, m: MessageView, drafts: dict[tuple[str, str], _Draft]) -> None:
+        """A message that shares an image states that the speaker shared what it shows: the evidence is the
+        sentence that presents it ("take a look at this", "Here's one I did last week"), else the last one."""
+        spans = sentences(m.text, m.start, m.end)
+        if not spans:
+            return
+        presenting = [(s, e) for s, e in spans if _PRESENTS.search(m.text[s:e])]
+        s, e = clean_clause(m.text, *(presenting or spans)[-1])
+        shown = _IMAGE_KIND.sub("", m.caption.strip().rstrip("."))
+        if e <= s or len(shown.split()) < 2:
+            return
+        subject = m.subject if m.subject not in ("The user",) else "the user"
+        description = f"{subject[:1].upper()}{subject[1:]} shared a photo of {shown}."
+        self._add(drafts, "event", fact_title(description), description, 0.5, m, s, e)
 
     @staticmethod
     def _clause_around(m: MessageView, a: int, b: int) -> str:
