@@ -425,6 +425,7 @@ RUNS = [  # Dana runs, told across four conversations; the last one says it stop
     ("r2", "c2", "user", "I went running in the park with my sister on Sunday.", "2024-02-04T09:00:00Z"),
     ("r3", "c3", "user", "I usually go running before work.", "2024-03-01T07:00:00Z"),
     ("r4", "c4", "user", "I stopped running after my knee injury.", "2024-05-01T07:00:00Z"),
+    ("r5", "c3", "user", "I went running by the lake before breakfast.", "2024-03-02T07:00:00Z"),
 ]
 RIVER = mention("r1", "I went running along the river this morning", "Dana went running along the river", "event",
                 "Dana went running along the river this morning.", 0.6)  # fmt: skip
@@ -435,6 +436,8 @@ HABIT = mention("r3", "I usually go running before work", "Dana goes running bef
 STOPPED = mention("r4", "I stopped running after my knee injury", "Dana stopped running", "event",
                   "Dana stopped running after Dana's knee injury.", 0.6)  # fmt: skip
 # the hashing embedder's cosines of two runs told in other words are low (0.2): the threshold follows
+LAKE = mention("r5", "I went running by the lake before breakfast", "Dana went running by the lake", "event",
+               "Dana went running by the lake before breakfast.", 0.6)  # fmt: skip
 PATTERNS = LoopConfig(rules=RouterRules(pattern_support_similarity=0.15), batch_size=4)
 
 
@@ -458,6 +461,16 @@ def test_a_pattern_stands_on_episodes_from_several_conversations(home, tmp_path)
     )
     assert habit["support_count"] == 3 and habit["description"].startswith("Dana usually goes running before work.")
     assert "Dana went running along the river" in habit["description"].partition("Instances: ")[2]
+
+
+def test_a_theme_is_read_off_episodes_in_several_conversations_unless_it_stopped(home, tmp_path):
+    report, habits, held = _pattern_run(home, tmp_path, [RIVER, PARK, LAKE])
+    (theme,) = habits  # no one said "I usually run": the three runs in three conversations say it
+    assert theme["title"] == "Dana often talks about running" and report.reasons["theme_supported"] == 1
+    assert sorted(s["text"] for s in theme["evidence_spans"]) == sorted(m["surface"] for m in (RIVER, PARK, LAKE))
+    assert theme["support_count"] == 3 and theme["state"] == "active"
+    report, habits, held = _pattern_run(home, tmp_path, [RIVER, PARK, LAKE, STOPPED], name="quit")
+    assert habits == []  # the latest of them says it stopped
 
 
 def test_a_pattern_said_once_or_contradicted_later_stays_a_residual(home, tmp_path):

@@ -204,13 +204,23 @@ def support(
         return False
     now = utcnow()
     concept = mem.concepts[target]
+    policy = mem.config.policy
+    if reason == "instance_of":
+        factor = policy.support_factor
+    else:  # an episode is the pattern's own evidence, independent when it comes from a new conversation
+        factor = (
+            1.0
+            if conversation_id not in mem.index.conversations_of(target)
+            else policy.dependent_evidence_factor
+        )
     prior, patch = support_patch(
         concept,
         span,
         seen_at,
-        mem.config.policy,
+        policy,
         now,
         summaries.with_instance(concept.description, instance_title),
+        factor,
     )
     apply_patch(concept, patch)
     if "description" in patch:

@@ -33,9 +33,11 @@ import numpy as np
 from sqlalchemy import Text, and_, cast, exists, select
 
 from memory_core.concepts import action_log as log
-from memory_core.concepts.patches import apply_patch
+from memory_core.concepts.patches import apply_patch, concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
-from memory_core.embeddings.base import Embedder
+from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.ids import stable_uuid
+from memory_core.lexical import tokenize
 from memory_core.memory_loop.adjudication import Adjudicator
 from memory_core.memory_loop.apply import (
     ACTOR,
@@ -49,7 +51,8 @@ from memory_core.memory_loop.apply import (
 )
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.memory import LoopMemory
-from memory_core.memory_loop.patterns import judge_pattern
+from memory_core.memory_loop.patches import theme_patch
+from memory_core.memory_loop.patterns import find_themes, judge_pattern
 from memory_core.memory_loop.report import LoopReport
 from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import Decision, Router, RouterRules
@@ -273,6 +276,8 @@ def consolidate(
         if log_fn:
             log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.concepts)} concepts")
     rejected_vectors += _decide_held(mem, router, held, report.run_id)
+    if pending:
+        _derive_themes(mem, report.run_id)
     _resolve_relations(mem, report.run_id)
     if rejected_vectors:
         report.residual_novelty = [
@@ -363,3 +368,47 @@ def _pattern_decision(judgement, rules: RouterRules, scores: dict) -> Decision:
         f"found {len(judgement.episodes)} in {len(judgement.conversations)}: a single phrasing stays a residual",
         scores,
     )  # fmt: skip
+
+
+def _derive_themes(mem: LoopMemory, run_id: str) -> None:
+    """Patterns read off the episodes themselves (`patterns.find_themes`): created once per person and
+    content stem, each episode then supports it; a later run adds the episodes it brings."""
+    rules = mem.config.rules
+    if not rules.derive_themes:
+        return
+    names = {stem for people in mem.participants.values() for who in people for stem in tokenize(who or "")}
+    batch = Batch()
+    for theme in find_themes(mem.facts, mem.index, mem.concepts, rules, names):
+        cid = stable_uuid("theme", mem.store.name, theme.subject.lower(), theme.stem)
+        if cid not in mem.concepts:
+            now = utcnow()
+            first = mem.concepts[theme.episodes[0]].first_seen
+            description = (
+                f"{theme.title}: it comes back in {len(theme.episodes)} statements of several conversations."
+            )
+            patch = theme_patch(cid, theme.title, description, first, mem.config.policy, now)
+            concept, _ = concept_from_patch(patch)
+            mem.concepts[cid] = concept
+            rows = [mem.index.row_of(e) for e in theme.episodes]
+            mem.index_concept(cid, l2_normalise(mem.index.matrix[rows].mean(axis=0, keepdims=True))[0])
+            mem.stale.add(cid)
+            batch.new_concepts.append(cid)
+            batch.records.append(
+                log.ActionRecord(
+                    action="create", actor=ACTOR, concept_id=cid, mention_id=None,
+                    scores={"reason_code": "theme_supported", "episodes": theme.episodes},
+                    rationale=f"{len(theme.episodes)} facts of {theme.subject} in several conversations share "
+                    f"{theme.word!r}, and none after them says it stopped",
+                    cited_message_ids=sorted({mem.evidence_of[e][0][1]["message_id"] for e in theme.episodes}),
+                    prior_state=None, new_state=patch, run_id=run_id, recorded_at=now,
+                )
+            )  # fmt: skip
+            mem.report.actions["create"] += 1
+            mem.report.reasons["theme_supported"] += 1
+            mem.report.patterns["themes"] += 1
+        for episode in theme.episodes:
+            for evidence in mem.evidence_of.get(episode, [])[:1]:
+                why = f"an episode of the theme {theme.title!r}"
+                support(mem, batch, run_id, cid, evidence, mem.concepts[episode].title, "theme_episode", why)
+    mem.refresh_vectors()
+    flush(mem, batch)

@@ -95,12 +95,15 @@ def support_patch(
     policy: ConceptPolicy,
     now: datetime,
     description: str | None = None,
+    factor: float = 1.0,
 ) -> tuple[dict, dict]:
     """(prior_state, new_state) of a fact supporting a broader concept it is an instance or episode of
     ("Caroline applied to adoption agencies" → "Caroline wants to adopt"): the fact's evidence span becomes
-    the concept's evidence too, confidence rises by a `support_factor` share of a piece of evidence, the
-    time bounds widen, and the description may grow (the instances it lists: `summaries.with_instance`)."""
-    weight = policy.evidence_weight * policy.support_factor
+    the concept's evidence too, confidence rises by a `factor` share of a piece of evidence (an instance of
+    a goal: `support_factor`; an episode of a pattern is its evidence: 1, or `dependent_evidence_factor` in a
+    conversation it has evidence in already), the time bounds widen, and the description may grow (the
+    instances it lists: `summaries.with_instance`)."""
+    weight = policy.evidence_weight * factor
     confidence = noisy_or(concept.confidence, float(span["confidence"]), weight)
     updates = {
         "confidence": confidence,
@@ -117,3 +120,28 @@ def support_patch(
     prior["recorded_at"] = concept.recorded_at
     new[EVIDENCE_APPEND] = [span]
     return prior, new
+
+
+def theme_patch(
+    concept_id: str, title: str, description: str, first_seen: datetime, policy: ConceptPolicy, now: datetime
+) -> dict:
+    """A pattern read off a person's facts (`patterns.Theme`): created without evidence of its own, its
+    episodes then support it one by one (`support_patch`), so its confidence is theirs."""
+    return {
+        "concept_id": concept_id,
+        "title": title,
+        "type": "behavioral_pattern",
+        "description": description,
+        "state": state_for(0.0, policy.active_confidence),
+        "trust": "stable",
+        "confidence": 0.0,
+        "aliases": [],
+        "relations": [],
+        "revision_count": 0,
+        "support_count": 0,
+        "first_seen": first_seen,
+        "last_seen": first_seen,
+        "recorded_at": now,
+        "merged_into": None,
+        EVIDENCE_APPEND: [],
+    }

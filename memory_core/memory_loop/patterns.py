@@ -11,22 +11,27 @@ salient stems, conversations and time) and the retriever's concept vectors:
   enough (`pattern_support_similarity`) — from several conversations, and not when a later statement of
   the subject on the same content says it stopped (DESIGN §8: several supporting episodes, cross-episode
   evidence, no contradiction with the temporal course). A single lucky phrasing stays a residual.
+- `find_themes`: a pattern no phrasing stated, read off the episodes themselves - a content stem a person's
+  facts share across several conversations ("Melanie often talks about painting"), under the same gate.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from memory_core.lexical import tokenize
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.retriever import ConceptIndex
 from memory_core.memory_loop.router import RouterRules
-from memory_core.memory_loop.support import PatternJudgement, ceases, fact_subject, salient_stems
+from memory_core.memory_loop.support import PatternJudgement, ceases, fact_subject, salient_stems, topic_stems
 from memory_core.ontology.concepts import FACT_TYPES, ConceptHypothesis
 
 MAX_EPISODES = 6  # episodes attached to a pattern when it is created
+THEME_PHRASE = " often talks about "
 
 
 @dataclass
@@ -34,6 +39,7 @@ class _Fact:
     type: str
     stems: frozenset[str]
     ceases: bool
+    topics: frozenset[str] = frozenset()  # the stems without the verb's (`support.topic_stems`)
 
 
 @dataclass
@@ -47,7 +53,9 @@ class SubjectFacts:
             return
         facts = self.by_subject.setdefault(fact_subject(concept.title), {})
         text = f"{concept.title} {concept.description}"
-        facts[concept.concept_id] = _Fact(concept.type, salient_stems(concept.title), ceases(text))
+        facts[concept.concept_id] = _Fact(
+            concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title)
+        )
 
     def related(self, subject: str, stems: frozenset[str], exclude: str = "") -> list[str]:
         """Fact concepts of `subject` sharing a content stem with `stems`."""
@@ -120,3 +128,94 @@ def judge_pattern(
 
 def _naive(moment: datetime) -> datetime:
     return moment.replace(tzinfo=None)
+
+
+@dataclass
+class Theme:
+    """What a subject keeps coming back to: a content stem shared by facts of theirs in several
+    conversations ("painting" in four of Melanie's), with no later statement that it stopped."""
+
+    subject: str  # as the titles write it ("Melanie", "The user")
+    stem: str
+    word: str  # the stem as the subject's facts spell it, an -ing form when there is one
+    episodes: list[str]
+
+    @property
+    def title(self) -> str:
+        return f"{self.subject}{THEME_PHRASE}{self.word}"
+
+
+def find_themes(
+    facts: SubjectFacts,
+    index: ConceptIndex,
+    concepts: dict[str, ConceptHypothesis],
+    rules: RouterRules,
+    excluded_stems: set[str],
+) -> list[Theme]:
+    """Recurring subjects of each person's facts (patterns no single phrasing stated): a stem in at least
+    `theme_min_episodes` facts from `theme_min_conversations` conversations, not in more than
+    `theme_max_share` of the person's facts (that is everything they say), not a participant's name."""
+    themes = []
+    for _subject, by_id in sorted(facts.by_subject.items()):
+        live = [
+            c
+            for c in by_id
+            if c in index
+            and c in concepts
+            and concepts[c].type in FACT_TYPES
+            and THEME_PHRASE not in concepts[c].title
+        ]
+        if len(live) < rules.theme_min_episodes:
+            continue
+        by_stem: dict[str, list[str]] = {}
+        for cid in live:
+            for stem in by_id[cid].topics:
+                by_stem.setdefault(stem, []).append(cid)
+        # a pattern the person stated (and the episodes bore out) already says what it keeps coming back to
+        stated = {st for c in live if concepts[c].type in rules.reflective_types for st in by_id[c].stems}
+        taken: list[set[str]] = []
+        for stem, cids in sorted(by_stem.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            if stem in excluded_stems or stem in stated or len(cids) < rules.theme_min_episodes:
+                continue
+            if any(len(set(cids) & t) >= 0.8 * len(cids) for t in taken):
+                continue  # "health" after "mental": the same facts, one theme
+            if len(cids) > max(rules.theme_min_episodes, rules.theme_max_share * len(live)):
+                continue
+            conversations = set().union(*(index.conversations_of(c) for c in cids))
+            if len(conversations) < rules.theme_min_conversations or _stopped(by_id, concepts, cids):
+                continue
+            taken.append(set(cids))
+            ordered = sorted(cids, key=lambda c: (concepts[c].first_seen, c))
+            themes.append(
+                Theme(
+                    _written_subject(concepts[ordered[0]].title),
+                    stem,
+                    _spelling(stem, concepts, ordered),
+                    ordered,
+                )
+            )
+    return themes
+
+
+def _stopped(by_id: dict[str, _Fact], concepts: dict[str, ConceptHypothesis], cids: list[str]) -> bool:
+    """The latest statement on the stem says it stopped ("Melanie quit pottery")."""
+    latest = max(cids, key=lambda c: (_naive(concepts[c].last_seen), c))
+    return by_id[latest].ceases
+
+
+def _written_subject(title: str) -> str:
+    words = title.split()
+    head = " ".join(words[:2]) if words[:2] and words[0].lower() == "the" else words[0]
+    return re.sub(r"['’]s$", "", head)
+
+
+def _spelling(stem: str, concepts: dict[str, ConceptHypothesis], cids: list[str]) -> str:
+    spellings: dict[str, int] = {}
+    for cid in cids:
+        for word in re.findall(r"[A-Za-z][\w'-]*", concepts[cid].title):
+            if tokenize(word) == [stem]:
+                spellings[word.lower() if not word.isupper() else word] = spellings.get(word, 0) + 1
+    if not spellings:
+        return stem
+    ing = [w for w in spellings if w.endswith("ing")]
+    return max(ing or spellings, key=lambda w: (spellings[w], -len(w), w))

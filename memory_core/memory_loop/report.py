@@ -25,6 +25,7 @@ _ACTION_OF = {
     "duplicate_span": "attach",
     "instance_of": "attach",
     "pattern_episode": "attach",
+    "theme_episode": "attach",
 }
 RULE_ONLY = "none (rule-only)"
 

@@ -105,8 +105,13 @@ class RouterRules:
     pattern_min_episodes: int = 2
     pattern_min_conversations: int = 2
     pattern_support_similarity: float = 0.55
+    # themes: patterns read off a person's facts (a content stem in facts of several conversations)
+    derive_themes: bool = True
+    theme_min_episodes: int = 3
+    theme_min_conversations: int = 2
+    theme_max_share: float = 0.15
     # an instance of a broader goal or habit (same subject, a shared content stem) supports it as evidence
-    instance_types: tuple[str, ...] = ("goal", "behavioral_pattern")
+    instance_types: tuple[str, ...] = ("goal", "behavioral_pattern", "belief")
     instance_similarity: float = 0.6
 
     def compatible(self, a: str, b: str) -> bool:

@@ -27,7 +27,11 @@ _GENERIC_STEMS = frozenset(
         "really great good nice amazing awesome fun time times day days week weeks year years thing things "
         "lot lots way people start started started try trying tried keep keeps kept see saw look looking "
         "new old first last next little big much many other others also always never usually often "
-        "user assistant wish hope ready able share shared photo pic picture best glad happy"
+        "user assistant wish hope ready able share shared photo pic picture best glad happy talk talks often help helps helped show shows showed "
+        "put putting sit sitting stand standing hold holding wear wearing look looks man woman person people "
+        "group thing difference part way lot kind idea ideas tip tips recommendation recommendations option "
+        "options suggestion suggestions advice question questions plan plans planning sure similar area "
+        "information info details example"
     )
 )
 _CEASES = re.compile(
@@ -52,6 +56,25 @@ def salient_stems(title: str) -> frozenset[str]:
     return frozenset(
         s for s in tokenize(" ".join(content_words(title))) if s not in _GENERIC_STEMS and s not in subject
     )
+
+
+_AUXILIARY = frozenset(
+    "is was are were be been has have had will would can could should may might must 'd 'll 's 'm also just "
+    "really still not never always usually often and others even finally now".split()
+)
+
+
+def topic_stems(title: str) -> frozenset[str]:
+    """Salient stems a fact is *about*: its content stems without the word in its verb slot ("The user is
+    planning a road trip" is about road trips, not about planning)."""
+    words = re.findall(r"[\w'’-]+", title)
+    i = 2 if words[:2] and words[0].lower() == "the" else 1
+    if words[i : i + 2] and [w.lower() for w in words[i : i + 2]] == ["and", "others"]:
+        i += 2
+    while i < len(words) and words[i].lower().replace("’", "'") in _AUXILIARY:
+        i += 1
+    verb = set(tokenize(words[i])) if i < len(words) else set()
+    return salient_stems(title) - verb
 
 
 def stem_overlap(a: frozenset[str], b: frozenset[str]) -> float:
