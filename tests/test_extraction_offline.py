@@ -192,6 +192,17 @@ def test_a_photo_shown_is_the_speakers_event_and_a_name_is_not_a_greeting():
     assert found == {("event", "Here's a photo of my horse painting I did recently")}
 
 
+def test_a_shared_image_is_the_speakers_event_of_what_it_shows():
+    text = "You'd be a great counselor! By the way, take a look at this."
+    shared = MessageView("m1", "id-m1", "assistant", "Melanie", True, text, 0, len(text), REF,
+                         "a photography of a painting of a sunset over a lake")  # fmt: skip
+    result = OfflineTeacher().extract(segment(shared, fmt="locomo", speakers=("Caroline", "Melanie")))
+    (photo,) = [c for c in result.extraction.concepts if c.type == "event"]
+    assert photo.title == "Melanie shared a painting of a sunset over a lake"
+    assert photo.description == "Melanie shared a photo of a painting of a sunset over a lake."
+    assert [e.quote for e in photo.evidence] == ["take a look at this"]  # the sentence that presents it
+
+
 def test_questions_greetings_courtesy_and_assistants_carry_no_personal_facts():
     found = extract(
         view("Hey Mel! Can you recommend a podcast? I'll keep you posted. Thanks, Mel!", author="Caroline"),

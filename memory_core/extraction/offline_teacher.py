@@ -104,7 +104,8 @@ _PRESENTS = re.compile(
     re.IGNORECASE,
 )
 _IMAGE_KIND = re.compile(
-    r"^(?:a |an )?(?:close up |closeup )?(?:photo|picture|image|pic|snapshot) of ", re.IGNORECASE
+    r"^(?:a |an )?(?:close up |closeup |black and white )?(?:photograph|photography|photo|picture|image|pic|snapshot) of ",
+    re.IGNORECASE,
 )
 _SHORT_STATE = re.compile(
     r"^(?:i'm|i am|we're) (?:vegan|vegetarian|pregnant|married|divorced|engaged|retired|single)$"
@@ -369,8 +370,11 @@ class OfflineTeacher(Teacher):
         if e <= s or len(shown.split()) < 2:
             return
         subject = m.subject if m.subject not in ("The user",) else "the user"
-        description = f"{subject[:1].upper()}{subject[1:]} shared a photo of {shown}."
-        self._add(drafts, "event", fact_title(description), description, 0.5, m, s, e)
+        subject = f"{subject[:1].upper()}{subject[1:]}"
+        description = f"{subject} shared a photo of {shown}."
+        # the title names what it shows ("Caroline shared a painting of a sunset over a lake"): two photos
+        # are two events, and "shared a photo of a" would make every title alike
+        self._add(drafts, "event", fact_title(f"{subject} shared {shown}"), description, 0.5, m, s, e)
 
     @staticmethod
     def _clause_around(m: MessageView, a: int, b: int) -> str:
