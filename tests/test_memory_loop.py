@@ -253,7 +253,9 @@ def test_consolidate_routes_every_mention(corpus, home):
     event = concepts[("Dana signed up for the Berlin marathon", "event")]
     assert goal["description"].startswith("Dana signed up for the Berlin marathon in September 2024")
     assert goal["concept_id"] != event["concept_id"]
-    assert goal["support_count"] == 2 and goal["description"].endswith("Instances: Dana signed up for the Berlin marathon.")
+    assert goal["support_count"] == 2 and goal["description"].endswith(
+        "Instances: Dana signed up for the Berlin marathon."
+    )
     assert event["evidence_spans"][0] in goal["evidence_spans"]  # one span, evidence of both
     assert concepts[("Flutter", "entity")]["state"] == "weak"
     max_dog = concepts[("Max", "entity")]
@@ -447,7 +449,11 @@ def _pattern_run(home, tmp_path, specs, name="runner"):
     report = consolidate(store, _embedder(home), PATTERNS)
     habits = [c for c in _concepts(store) if c["type"] == "behavioral_pattern"]
     with store.staging.connect() as conn:
-        held = conn.execute(select(residuals.c.reason_code).where(residuals.c.stage == "memory_loop")).scalars().all()
+        held = (
+            conn.execute(select(residuals.c.reason_code).where(residuals.c.stage == "memory_loop"))
+            .scalars()
+            .all()
+        )
     return report, habits, held
 
 
@@ -459,7 +465,9 @@ def test_a_pattern_stands_on_episodes_from_several_conversations(home, tmp_path)
     assert sorted(s["text"] for s in habit["evidence_spans"]) == sorted(
         [HABIT["surface"], RIVER["surface"], PARK["surface"]]
     )
-    assert habit["support_count"] == 3 and habit["description"].startswith("Dana usually goes running before work.")
+    assert habit["support_count"] == 3 and habit["description"].startswith(
+        "Dana usually goes running before work."
+    )
     assert "Dana went running along the river" in habit["description"].partition("Instances: ")[2]
 
 
@@ -467,7 +475,9 @@ def test_a_theme_is_read_off_episodes_in_several_conversations_unless_it_stopped
     report, habits, held = _pattern_run(home, tmp_path, [RIVER, PARK, LAKE])
     (theme,) = habits  # no one said "I usually run": the three runs in three conversations say it
     assert theme["title"] == "Dana often talks about running" and report.reasons["theme_supported"] == 1
-    assert sorted(s["text"] for s in theme["evidence_spans"]) == sorted(m["surface"] for m in (RIVER, PARK, LAKE))
+    assert sorted(s["text"] for s in theme["evidence_spans"]) == sorted(
+        m["surface"] for m in (RIVER, PARK, LAKE)
+    )
     assert theme["support_count"] == 3 and theme["state"] == "active"
     report, habits, held = _pattern_run(home, tmp_path, [RIVER, PARK, LAKE, STOPPED], name="quit")
     assert habits == []  # the latest of them says it stopped
@@ -524,3 +534,52 @@ def test_router_keeps_co_mentioned_names_apart():
     )  # a paraphrase from another segment still matches
     d = router.route(cand(title="rocks"), [co, elsewhere], {"k1": view(), "k2": view("k2")})
     assert (d.action, d.concept_id) == ("attach", "k2")
+
+
+# ------------------------------------------------------------------------------------------------ names
+def test_names_of_one_thing_share_a_canonical_key():
+    from memory_core.concepts.names import same_name
+
+    for a, b in [("Postgres", "PostgreSQL"), ("NYC", "New York City"), ("LGBTQ+", "lgbtq"), ("k8s", "Kubernetes"),
+                 ("Pickle ball", "pickleball"), ("the Kestrel", "Kestrel"), ("Caroline's", "Caroline")]:  # fmt: skip
+        assert same_name(a, b), (a, b)
+    for a, b in [("Grand Canyon", "Golden Coast"), ("Max", "Maxine"), ("Java", "JavaScript")]:
+        assert not same_name(a, b), (a, b)  # two phrases with the same initials are not one name
+    assert same_name("Ledger", "Ledgerly", {"ledger": "ledgerly"})  # a corpus's own alias table
+
+
+def test_a_name_spelled_otherwise_is_retrieved_and_attached_unless_roles_differ():
+    index = ConceptIndex(RetrieverWeights(), capacity=4)
+    v = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    index.add("pg", v, "entity", ["PostgreSQL"], T0, T0)
+    (found,) = index.retrieve(v, ["Postgres"], T0, "s-9", "c-9")
+    assert found.concept_id == "pg" and found.lexical == 1.0
+    router = Router()
+    same = router.route(cand("Postgres", description="Postgres, mentioned by the user."), [hit(similarity=0.5, lexical=1.0)],
+                        {"k1": view(description="PostgreSQL, mentioned by the assistant.")})  # fmt: skip
+    assert same.action in ("attach", "refine")
+    other = router.route(cand("Max", description="Max is Dana's coworker."), [hit(similarity=0.5, lexical=1.0)],
+                         {"k1": view(description="Max is Dana's dog.")})  # fmt: skip
+    assert other.action == "create"  # one name, two things: the roles say so
+
+
+def test_purity_looks_at_the_evidence_not_the_keys(corpus, home):
+    embedder = _embedder(home)
+    consolidate(corpus, embedder, HASHING)
+    before = metrics.purity(corpus, embedder)
+    app = next(c for c in _concepts(corpus) if c["title"] == "garden planner app")
+    # the same key for every mention, but a piece of evidence that says something else entirely
+    with corpus.staging.begin() as conn:
+        marathon = (
+            conn.execute(select(mentions).where(mentions.c.surface.like("%Berlin%"))).mappings().first()
+        )
+        conn.execute(
+            concept_evidence.insert().values(
+                concept_id=app["concept_id"], mention_id=marathon["mention_id"], message_id=marathon["message_id"],
+                segment_id=marathon["segment_id"], span_start=marathon["span_start"], span_end=marathon["span_end"],
+                text=marathon["surface"], confidence=0.9, status="active",
+            )
+        )  # fmt: skip
+    after = metrics.purity(corpus, embedder)
+    cid = app["concept_id"]
+    assert after["purity_by_concept"][cid] < before["purity_by_concept"][cid]
