@@ -39,7 +39,8 @@ def parse_variant(text: str) -> tuple[str, RetrievalSettings]:
         if key.startswith("-") and not value:
             off.append(key[1:])
         elif key in SETTINGS:
-            options[key] = type(getattr(defaults, key))(float(value))
+            kind = type(getattr(defaults, key))
+            options[key] = value if kind is str else kind(float(value))
         else:
             weights[key] = float(value)
     return name, replace(defaults.with_weights(**weights).without(*off), **options)

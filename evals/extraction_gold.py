@@ -75,6 +75,11 @@ def main() -> None:
             f"  spans  P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f}  ({s['tp']}/{s['pred']} pred, {s['gold']} gold)"
         )
         print(f"  typed  P {t['precision']:.3f} R {t['recall']:.3f} F1 {t['f1']:.3f}")
+        if report["titles"]["scored"]:
+            ti = report["titles"]
+            print(
+                f"  titles mean token F1 {ti['mean_f1']:.3f}, close (F1 >= 0.6) {ti['close']:.3f} of {ti['scored']}"
+            )
         for kind, v in report["by_type"].items():
             print(
                 f"    {kind:<20} P {v['precision']:.3f} R {v['recall']:.3f} F1 {v['f1']:.3f}  (gold {v['gold']})"
@@ -95,6 +100,7 @@ def main() -> None:
                 ):
                     print(
                         f"  {e['message']} reaction {e['reaction']}\n    pred {e['predicted']}\n    gold {e['gold']}"
+                        f"\n    titles {e['titles']}\n    screened {e['screened']}"
                     )
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2, default=str), encoding="utf-8")

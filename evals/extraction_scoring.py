@@ -15,6 +15,8 @@ from collections import Counter, defaultdict
 from evals.gold import GoldMessage
 from memory_core.extraction.mapper import map_extraction
 from memory_core.extraction.teacher import MessageView, SegmentInput, Teacher, speaker_is_person
+from memory_core.memory_loop.router import RouterRules
+from memory_core.ontology.titles import title_noise, words
 from memory_core.store.db import utcnow
 
 
@@ -27,6 +29,13 @@ def iou(a: tuple[int, int], b: tuple[int, int]) -> float:
 def match(
     pred: list[tuple[str, int, int]], gold: list[tuple[str, int, int]], threshold: float, typed: bool
 ) -> int:
+    return len(match_pairs(pred, gold, threshold, typed))
+
+
+def match_pairs(
+    pred: list[tuple[str, int, int]], gold: list[tuple[str, int, int]], threshold: float, typed: bool
+) -> list[tuple[int, int]]:
+    """One-to-one (predicted, gold) index pairs, best overlap first."""
     pairs = []
     for i, p in enumerate(pred):
         for j, g in enumerate(gold):
@@ -35,13 +44,32 @@ def match(
             overlap = iou((p[1], p[2]), (g[1], g[2]))
             if overlap >= threshold:
                 pairs.append((overlap, i, j))
-    used_p, used_g, n = set(), set(), 0
+    used_p, used_g, out = set(), set(), []
     for _, i, j in sorted(pairs, reverse=True):
         if i not in used_p and j not in used_g:
             used_p.add(i)
             used_g.add(j)
-            n += 1
-    return n
+            out.append((i, j))
+    return out
+
+
+def title_f1(predicted: str, gold: str) -> float:
+    """Token F1 of two titles (lower case, words only): how close a teacher's title is to the gold one."""
+    p, g = words(predicted), words(gold)
+    common = sum((Counter(p) & Counter(g)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def becomes_concept(row: dict) -> bool:
+    """Would the memory loop let this mention make or support a concept? Its canonical title passes the
+    title contract (`title_noise`) and its confidence the router's floor: what is scored is what the memory
+    keeps, junk that ends as a residual is not a prediction."""
+    return (
+        row["confidence"] >= RouterRules().min_confidence and title_noise(row["title"], row["type"]) is None
+    )
 
 
 def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
@@ -81,6 +109,10 @@ def gold_segment(
     return SegmentInput(f"gold:{g.id}", f"gold:{g.style}", g.style, views, speakers)
 
 
+def _conversation(g: GoldMessage) -> str:
+    return g.id.rsplit("-", 1)[0]
+
+
 def _round_opener(gold: list[GoldMessage], i: int) -> GoldMessage | None:
     g, prev = gold[i], gold[i - 1] if i else None
     if prev is not None and g.role == "assistant" and prev.role == "user" and prev.style == g.style:
@@ -89,17 +121,20 @@ def _round_opener(gold: list[GoldMessage], i: int) -> GoldMessage | None:
 
 
 def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 0.5) -> dict:
-    speakers_by_style: dict[str, set[str]] = defaultdict(set)
+    # the people of one gold conversation (ids "<conversation>-<n>"): who speaks to whom
+    speakers_by_conversation: dict[str, set[str]] = defaultdict(set)
     for g in gold:
         if g.style == "locomo":
-            speakers_by_style[g.style].add(g.author)
+            speakers_by_conversation[_conversation(g)].add(g.author)
     counts: dict[str, Counter] = defaultdict(Counter)  # scope → tp/pred/gold counters
     reactions = Counter()
     failures: list[dict] = []
     examples: list[dict] = []
+    title_scores: list[float] = []
     started = time.perf_counter()
     for i, g in enumerate(gold):
-        segment = gold_segment(g, tuple(sorted(speakers_by_style.get(g.style, ()))), _round_opener(gold, i))
+        speakers = tuple(sorted(speakers_by_conversation.get(_conversation(g), ())))
+        segment = gold_segment(g, speakers, _round_opener(gold, i))
         result = teacher.extract(segment)
         if result.extraction is None:
             failures.append({"message": g.id, "outcome": result.outcome, "error": result.error})
@@ -108,12 +143,18 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
             mapped = map_extraction(segment, result.extraction, teacher.extractor, utcnow())
             mapped_mentions, mapped_reactions = mapped.mentions, mapped.reactions
         mapped_mentions = [r for r in mapped_mentions if r["message_id"] == g.id]
+        screened = [r for r in mapped_mentions if not becomes_concept(r)]
+        mapped_mentions = [r for r in mapped_mentions if becomes_concept(r)]
         mapped_reactions = [r for r in mapped_reactions if r["message_id"] == g.id]
         pred = [(r["type"], r["span_start"], r["span_end"]) for r in mapped_mentions]
         gold_spans = [(m.type, m.start, m.end) for m in g.mentions]
+        typed_pairs = match_pairs(pred, gold_spans, threshold, typed=True)
+        for i, j in typed_pairs:
+            if g.mentions[j].title:
+                title_scores.append(title_f1(mapped_mentions[i]["title"], g.mentions[j].title))
         for scope in ("all", f"style:{g.style}"):
             counts[scope]["span_tp"] += match(pred, gold_spans, threshold, typed=False)
-            counts[scope]["typed_tp"] += match(pred, gold_spans, threshold, typed=True)
+            counts[scope]["typed_tp"] += len(typed_pairs)
             counts[scope]["pred"] += len(pred)
             counts[scope]["gold"] += len(gold_spans)
         for kind in {p[0] for p in pred} | {m[0] for m in gold_spans}:
@@ -132,6 +173,8 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
             {
                 "message": g.id,
                 "predicted": [(t, g.text[a:b]) for t, a, b in pred],
+                "titles": [r["title"] for r in mapped_mentions],
+                "screened": [(r["type"], r["title"]) for r in screened],
                 "gold": [(t, g.text[a:b]) for t, a, b in gold_spans],
                 "reaction": [predicted_state, g.reaction],
             }
@@ -160,6 +203,14 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
             "detection": _prf(reactions["detected"], reactions["pred"], reactions["gold"]),
             "state_accuracy": round(reactions["state_correct"] / reactions["gold"], 3)
             if reactions["gold"]
+            else 0.0,
+        },
+        # matched fact mentions with a gold title: mean token F1 of the titles, share with F1 >= 0.6
+        "titles": {
+            "scored": len(title_scores),
+            "mean_f1": round(sum(title_scores) / len(title_scores), 3) if title_scores else 0.0,
+            "close": round(sum(s >= 0.6 for s in title_scores) / len(title_scores), 3)
+            if title_scores
             else 0.0,
         },
         "teacher_failures": failures,

@@ -4,7 +4,8 @@
 (LongMemEval only): flat over the user turns alone, i.e. over exactly the documents LongMemEval scores; the
 assistant turns then cannot crowd the ranking or, for BM25, shift the term statistics. `memory`: the pipeline
 and its read side with every retrieval path; `memory_flat`: the same built corpora (one build per haystack)
-asked with the hierarchy's paths — concept, topic, graph — switched off, i.e. what the source alone gives.
+asked with the hierarchy's paths — concept, topic, graph — switched off, i.e. what the source alone gives;
+`memory_structure`: the same corpora asked with only those paths (every raw-source path off).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from memory_core.store.db import MemoryHome
 MEMORY_METHODS: dict[str, tuple[str, ...]] = {
     "memory": (),
     "memory_flat": ("concept", "topic", "graph"),
+    # the hierarchy's paths alone: topic → concept → evidence and graph synthesis, no raw-source path
+    "memory_structure": ("lexical", "session", "dense_message", "dense_segment", "speaker"),
 }
 METHODS = (*MEMORY_METHODS, "bm25", "dense", "bm25_user", "dense_user")
 DEFAULT_METHODS = ("memory", "bm25", "dense")

@@ -162,7 +162,7 @@ class CorpusLexicon:
 
     messages: LexicalIndex  # doc = previous message (capped) + the message twice + next message (capped)
     conversations: LexicalIndex
-    concepts: LexicalIndex  # doc = title + description + aliases
+    concepts: LexicalIndex  # doc = title + description + aliases + the words of its evidence messages
 
     FILES = ("messages", "conversations", "concepts")
 
@@ -178,11 +178,14 @@ class CorpusLexicon:
         return cls(*(LexicalIndex.load(p) for p in paths))
 
 
+EVIDENCE_MESSAGES = 8  # a concept's document holds the words of up to this many of its evidence messages
+
+
 def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusLexicon:
     """Tokenise the corpus once and build its three lexical indexes (reads messages and concepts)."""
     from sqlalchemy import select
 
-    from memory_core.store.schema import canonical_concepts, messages
+    from memory_core.store.schema import canonical_concepts, concept_evidence, messages
 
     ids: list[str] = []
     tokens: list[list[str]] = []
@@ -215,7 +218,17 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
         conv_docs[-1].extend(own)
     concept_ids: list[str] = []
     concept_docs: list[list[str]] = []
+    own_tokens = dict(zip(ids, tokens, strict=True))
     with store.staging.connect() as conn:
+        evidence: dict[str, list[str]] = {}
+        for cid, mid in conn.execute(
+            select(concept_evidence.c.concept_id, concept_evidence.c.message_id)
+            .where(concept_evidence.c.status == "active")
+            .order_by(concept_evidence.c.concept_id, concept_evidence.c.message_id)
+        ):
+            held = evidence.setdefault(cid, [])
+            if mid not in held and len(held) < EVIDENCE_MESSAGES:
+                held.append(mid)
         for r in conn.execute(
             select(
                 canonical_concepts.c.concept_id,
@@ -225,7 +238,8 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
             ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
         ):
             concept_ids.append(r.concept_id)
-            concept_docs.append(tokenize(" ".join([r.title, r.description, *(r.aliases or [])])))
+            said = [t for mid in evidence.get(r.concept_id, ()) for t in own_tokens.get(mid, ())]
+            concept_docs.append(tokenize(" ".join([r.title, r.description, *(r.aliases or [])])) + said)
     return CorpusLexicon(
         messages=LexicalIndex.build(ids, docs),
         conversations=LexicalIndex.build(conv_ids, conv_docs),

@@ -37,6 +37,13 @@ class RetrievalSettings:
     topics_used: int = 3
     context_seeds: int = 5  # strongest messages whose neighbours in time get the graph boost
     path_floor: float = 0.05  # a path "found" a message when its normalised score is at least this
+    # topic entry: a nearest topic lends its RELATED_TO concepts this share of (similarity × link weight);
+    # on LoCoMo conv-26 (tune) 0.5 cost 0.01 recall_frac@5 against 0.1: topics are broad, the question's
+    # own words say more
+    topic_route_share: float = 0.1
+    # graph synthesis: the message after a question among the strongest ones (its answer) gets this multiple
+    # of the question's share (its other neighbour in time the plain share)
+    answer_share: float = 2.0
 
     def __post_init__(self) -> None:
         _check_names([*self.weights, *self.off])

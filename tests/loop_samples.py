@@ -98,9 +98,9 @@ TURNS = [
 ]
 
 
-def jsonl_rows() -> list[dict]:
+def jsonl_rows(turns=None) -> list[dict]:
     rows, prev = [], {}
-    for mid, conv, role, text, t in TURNS:
+    for mid, conv, role, text, t in turns or TURNS:
         row = {
             "id": mid,
             "conversation_id": conv,
@@ -253,12 +253,12 @@ def concept(
     )
 
 
-def build_corpus(store: CorpusStore, tmp_path) -> None:
+def build_corpus(store: CorpusStore, tmp_path, turns=None, specs=None) -> None:
     """Ingest the turns and cut segments (the foundation's code), then write the authored mentions."""
-    path = write_jsonl(tmp_path / f"{store.name}.jsonl", jsonl_rows())
+    path = write_jsonl(tmp_path / f"{store.name}.jsonl", jsonl_rows(turns))
     ingest_file(store, path, "jsonl")
     build_segments(store)
-    add_mentions(store, MENTIONS)
+    add_mentions(store, MENTIONS if specs is None else specs)
 
 
 def add_mentions(store: CorpusStore, specs: list[dict], extractor: str = "test-author") -> list[str]:

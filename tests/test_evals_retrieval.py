@@ -256,20 +256,23 @@ def test_memory_flat_asks_the_corpus_memory_built_without_the_hierarchy(home, tm
 
         return counted
 
-    retrievers = make_retrievers(["memory", "memory_flat"], "longmemeval", corpus_builder=builder)
+    methods = ["memory", "memory_flat", "memory_structure"]
+    retrievers = make_retrievers(methods, "longmemeval", corpus_builder=builder)
     run_retrieval("longmemeval", data, haystacks, retrievers, tmp_path / "out")
     assert built == ["q_multi"]
     ranked = {r["method"]: r["ranked_turns"] for r in lines(tmp_path / "out")}
     store = home.corpus(eval_corpus_name("longmemeval", "q_multi"))
     question = haystacks[0].questions[0]
     flat = RetrievalSettings().without("concept", "topic", "graph")
-    for method, settings in (("memory", None), ("memory_flat", flat)):
+    structure = RetrievalSettings().without("lexical", "session", "dense_message", "dense_segment", "speaker")
+    for method, settings in (("memory", None), ("memory_flat", flat), ("memory_structure", structure)):
         answer = query_memory(question.question, store, 50, as_of=question.as_of, settings=settings)
         assert (
             ranked[method] == benchmark_ids(store, evidence_message_ids(answer), "longmemeval").ranked_turns
         )
         found = {p for i in answer.items for p in i.channel_scores}
-        assert ("concept" in found) is (settings is None), method
+        assert ("concept" in found) is (settings is not flat), method
+        assert ("lexical" in found) is (settings is not structure), method
 
 
 def test_memory_adapter_locomo_sessions_and_result_shapes(home, tmp_path):

@@ -225,3 +225,55 @@ def test_a_pool_warmed_in_the_background_has_loaded_what_a_query_reads(built_dem
         assert {"vectors:messages", "vectors:segments", "vectors:concepts"} <= loaded
         answer = query_memory("Which database does Kestrel use for analytics?", name, k=5, pool=pool)
         assert answer.items and set(reader._cache) == loaded  # nothing left to load
+
+
+def test_graph_synthesis_lends_the_answer_after_a_question_more(home, tmp_path):
+    from memory_core.ingest.loader import ingest_file
+    from tests.conftest import write_jsonl
+
+    rows = [
+        ("m1", "Ann", "I baked sourdough bread this morning."),
+        ("m2", "Bob", "Nice! Any plans for the long weekend?"),
+        ("m3", "Ann", "Driving up the coast with my sister."),
+    ]
+    store = home.corpus("weekend")
+    records = [
+        {"id": i, "conversation_id": "c1", "role": "user", "author": who, "text": text,
+         "created_at": f"2024-04-01T10:00:0{n}Z", **({"parent_id": rows[n - 1][0]} if n else {})}
+        for n, (i, who, text) in enumerate(rows)
+    ]  # fmt: skip
+    ingest_file(store, write_jsonl(tmp_path / "weekend.jsonl", records), "jsonl")
+    one_seed = RetrievalSettings(context_seeds=1)  # the question is the strongest match, and the only seed
+    items = {
+        i.source_ref: i
+        for i in query_memory("plans for the long weekend", store, k=3, settings=one_seed).items
+    }
+    assert items["m3"].channel_scores["graph"] == pytest.approx(2 * items["m1"].channel_scores["graph"])
+    flat = RetrievalSettings(context_seeds=1, answer_share=1.0)
+    items = {
+        i.source_ref: i for i in query_memory("plans for the long weekend", store, k=3, settings=flat).items
+    }
+    assert items["m3"].channel_scores["graph"] == pytest.approx(items["m1"].channel_scores["graph"])
+
+
+def test_a_concepts_lexical_document_holds_its_evidence_words(home, tmp_path):
+    from sqlalchemy import select
+
+    from memory_core.embeddings import HashingEmbedder
+    from memory_core.lexical import build_corpus_lexicon, tokenize
+    from memory_core.memory_loop.loop import LoopConfig, consolidate
+    from memory_core.memory_loop.router import RouterRules
+    from memory_core.store.schema import canonical_concepts
+    from tests.loop_samples import build_corpus
+
+    store = home.corpus("dana")
+    build_corpus(store, tmp_path)
+    consolidate(store, HashingEmbedder(), LoopConfig(rules=RouterRules(alias_attach_similarity=0.3)))
+    with store.staging.connect() as conn:
+        (max_id,) = conn.execute(
+            select(canonical_concepts.c.concept_id).where(canonical_concepts.c.title == "Max")
+        ).scalars()
+    concepts = build_corpus_lexicon(store).concepts
+    scores = dict(zip(concepts.ids, concepts.scores(tokenize("digging")), strict=True))
+    # "Max is Dana's dog." says nothing of digging; the message it was read in does
+    assert scores[max_id] > 0 and "dig" not in tokenize("Max is Dana's dog.")

@@ -7,7 +7,7 @@ import pytest
 
 from memory_core.topics import links as links_module
 from memory_core.topics.domains import assign_domains, association, choose_anchors
-from memory_core.topics.labels import class_tfidf, distinct_terms, name_stop_words, term_labels
+from memory_core.topics.labels import class_tfidf, distinct_terms, name_stop_words, term_labels, topic_name
 from memory_core.topics.links import LinkConfig, weighted_links
 from memory_core.topics.tuner import TunerConfig
 from tests.topic_samples import blobs
@@ -23,11 +23,13 @@ def test_class_tfidf_picks_distinctive_terms_without_names_fillers_or_contractio
     labels = term_labels(
         DOCS, name_stop_words(["Caroline", "Melanie"]), noise_doc="hello there, random words"
     )
-    assert [lab.label.split(", ")[:2] for lab in labels] == [
-        ["hiking", "mountain trail"],
-        ["pottery", "bowl came"],
-        ["adoption agency", "called"],
+    # the label names the topic from its strongest terms; the profile lists them
+    assert [lab.label for lab in labels] == [
+        "Hiking and mountain trail",
+        "Pottery and bowl came",
+        "Adoption agency and called",
     ]
+    assert [lab.profile.split(", ")[:2] for lab in labels][0] == ["hiking", "mountain trail"]
     # bigrams only of adjacent words inside a clause: "trail was steep, hiking" makes no "steep hiking"
     assert "steep hiking" not in dict(class_tfidf(DOCS)[0]) and "mountain trail" in dict(class_tfidf(DOCS)[0])
     everything = " ".join(lab.profile for lab in labels)
@@ -50,6 +52,10 @@ def test_distinct_terms_merge_and_skip_overlaps():
     assert distinct_terms(ranked, 3) == ["adoption agency", "papers"]
     weak_pair = [("pottery", 1.0), ("pottery drying", 0.2), ("clay", 0.5)]
     assert distinct_terms(weak_pair, 3) == ["pottery", "clay"]
+    inflected = [("painting", 1.0), ("paintings", 0.9), ("paint", 0.8), ("sunset", 0.5)]
+    assert distinct_terms(inflected, 3) == ["painting", "sunset"]  # one term, not three spellings of it
+    assert topic_name(["adoption agency", "adoption", "papers"]) == "Adoption agency and papers"
+    assert "mel" in name_stop_words(["Melanie"]) and "caro" in name_stop_words(["Caroline"])
 
 
 def test_rerank_orders_candidates_by_closeness_to_the_centroid():
@@ -62,8 +68,8 @@ def test_rerank_orders_candidates_by_closeness_to_the_centroid():
     centroids = np.array([[0, 1, 0], [1, 0, 0]], dtype=np.float32)
     plain = term_labels(docs, label_terms=1, profile_terms=4)
     reranked = term_labels(docs, label_terms=1, profile_terms=4, centroids=centroids, embed=embed)
-    assert plain[0].label == "steep"  # most frequent
-    assert reranked[0].label.startswith("trail")  # nearest the centroid
+    assert plain[0].label == "Steep"  # most frequent
+    assert reranked[0].label.startswith("Trail")  # nearest the centroid
     assert term_labels(["", "the and"], label_terms=2)[0].label == "(no distinctive terms)"
 
 

@@ -16,6 +16,7 @@ class GoldMention:
     text: str
     start: int
     end: int
+    title: str = ""  # a fact's canonical title as an ideal teacher gives it ("" when not annotated)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ def load_extraction_gold(path: Path | None = None) -> list[GoldMessage]:
         mentions = []
         for g in m["mentions"]:
             start = m["text"].index(g["text"])  # annotated spans are unique in their message (a test checks)
-            mentions.append(GoldMention(g["type"], g["text"], start, start + len(g["text"])))
+            mentions.append(
+                GoldMention(g["type"], g["text"], start, start + len(g["text"]), g.get("title", ""))
+            )
         out.append(
             GoldMessage(
                 id=m["id"],

@@ -59,6 +59,33 @@ class ConsolidationConfig(dg.Config):
     compatible_types: list[str] = Field(
         default=list(_RULES.compatible_types), description="type pairs 'a|b' that may denote the same thing"
     )
+    fact_restatement_overlap: float = Field(
+        default=_RULES.fact_restatement_overlap,
+        description="facts: content-stem overlap of a restatement in other words (same subject)",
+    )
+    fact_restatement_similarity: float = Field(
+        default=_RULES.fact_restatement_similarity, description="…and its cosine at least this"
+    )
+    reflective_types: list[str] = Field(
+        default=list(_RULES.reflective_types),
+        description="types created only on episodes in several conversations",
+    )
+    pattern_min_episodes: int = Field(
+        default=_RULES.pattern_min_episodes, description="episodes a pattern needs"
+    )
+    pattern_min_conversations: int = Field(
+        default=_RULES.pattern_min_conversations, description="conversations its phrasing and episodes span"
+    )
+    pattern_support_similarity: float = Field(
+        default=_RULES.pattern_support_similarity, description="cosine of an episode to the pattern"
+    )
+    instance_types: list[str] = Field(
+        default=list(_RULES.instance_types),
+        description="types a fact of the same subject supports as an instance",
+    )
+    instance_similarity: float = Field(
+        default=_RULES.instance_similarity, description="cosine of an instance to the concept it supports"
+    )
     weight_similarity: float = _WEIGHTS.similarity
     weight_lexical: float = _WEIGHTS.lexical
     weight_graph: float = _WEIGHTS.graph
@@ -71,6 +98,14 @@ class ConsolidationConfig(dg.Config):
         default=_POLICY.evidence_weight, description="noisy-OR discount of one piece of evidence"
     )
     active_confidence: float = Field(default=_POLICY.active_confidence, description="concepts below are weak")
+    dependent_evidence_factor: float = Field(
+        default=_POLICY.dependent_evidence_factor,
+        description="share of a piece of evidence counted for a restatement in a conversation already supporting it",
+    )
+    support_factor: float = Field(
+        default=_POLICY.support_factor,
+        description="share counted for an instance supporting a broader concept",
+    )
     batch_size: int = Field(default=256, description="mentions per transaction")
     high_confidence: float = Field(
         default=0.7, description="concept confidence counted by high-confidence coverage"
@@ -95,6 +130,14 @@ class ConsolidationConfig(dg.Config):
                 min_confidence=self.min_confidence,
                 refine_margin=self.refine_margin,
                 compatible_types=tuple(self.compatible_types),
+                fact_restatement_overlap=self.fact_restatement_overlap,
+                fact_restatement_similarity=self.fact_restatement_similarity,
+                reflective_types=tuple(self.reflective_types),
+                pattern_min_episodes=self.pattern_min_episodes,
+                pattern_min_conversations=self.pattern_min_conversations,
+                pattern_support_similarity=self.pattern_support_similarity,
+                instance_types=tuple(self.instance_types),
+                instance_similarity=self.instance_similarity,
             ),
             weights=RetrieverWeights(
                 similarity=self.weight_similarity,
@@ -105,7 +148,10 @@ class ConsolidationConfig(dg.Config):
                 shortlist=self.shortlist,
             ),
             policy=ConceptPolicy(
-                evidence_weight=self.evidence_weight, active_confidence=self.active_confidence
+                evidence_weight=self.evidence_weight,
+                active_confidence=self.active_confidence,
+                dependent_evidence_factor=self.dependent_evidence_factor,
+                support_factor=self.support_factor,
             ),
             batch_size=self.batch_size,
         )

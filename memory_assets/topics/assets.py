@@ -259,6 +259,10 @@ class DomainsAssetConfig(dg.Config):
     other_type_factor: float = Field(
         default=_DOMAINS.other_type_factor, description="score factor of other types"
     )
+    min_anchor_support: int = Field(
+        default=_DOMAINS.min_anchor_support,
+        description="segments an entity or project needs evidence in to anchor a domain",
+    )
     describe_with_llm: bool = Field(
         default=True, description="labels from the LLM when the llm resource has one"
     )
@@ -278,6 +282,7 @@ class DomainsAssetConfig(dg.Config):
             min_anchor_topics=self.min_anchor_topics,
             anchor_types=tuple(self.anchor_types),
             other_type_factor=self.other_type_factor,
+            min_anchor_support=self.min_anchor_support,
             force=self.force,
         )
 

@@ -3,9 +3,9 @@ reports them, the gardener judges a Phase 1 run by them).
 
 - coverage: share of live segments holding evidence of a live (active/weak) concept; high-confidence
   coverage counts only active concepts with confidence ≥ `high_confidence`.
-- purity: evidence homogeneity of a concept = mean pairwise cosine of the candidates it absorbed (their
-  "{title}: {description}" keys, the texts the loop matched on; vectors come from the embedding cache).
-  For unit vectors v_1..v_n: (|Σv|² − n) / (n(n−1)). Reported over concepts with ≥ 2 pieces of evidence.
+- purity: evidence homogeneity of a concept, on its evidence itself (a fact's span, a name's sentence): the
+  percentile of its pieces' mutual similarity among their similarities to other concepts' evidence
+  (`memory_core.concepts.purity`). Reported over concepts with ≥ 2 pieces of evidence.
 - grounding: share of live concepts whose every evidence span still equals its message text.
 - compression: linked mentions per live concept; residual share: memory-loop residuals per mention.
 """
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
 from sqlalchemy import func, select
 
+from memory_core.concepts.purity import purity as evidence_purity
 from memory_core.concepts.store import CONSOLIDATION_STAGE
 from memory_core.embeddings.base import Embedder
-from memory_core.ontology.concepts import LIVE_STATES, concept_embedding_key
+from memory_core.ontology.concepts import LIVE_STATES
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (
     canonical_concepts,
@@ -61,41 +61,8 @@ def coverage(store: CorpusStore, high_confidence: float = 0.7) -> dict:
 
 
 def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> dict:
-    keys: dict[str, list[str]] = defaultdict(list)
-    with store.staging.connect() as conn:
-        rows = conn.execute(
-            select(mentions.c.consolidated_id, mentions.c.title, mentions.c.description)
-            .join(canonical_concepts, canonical_concepts.c.concept_id == mentions.c.consolidated_id)
-            .where(canonical_concepts.c.state.in_(LIVE_STATES))
-        ).all()
-    for cid, title, description in rows:
-        keys[cid].append(concept_embedding_key(title, description))
-    multi = {cid: ks for cid, ks in keys.items() if len(ks) >= 2}
-    if not multi:
-        return {
-            "purity": 1.0,
-            "purity_min": 1.0,
-            "concepts_scored": 0,
-            "impure_concepts": 0,
-            "purity_by_concept": {},
-        }
-    texts = sorted({k for ks in multi.values() for k in ks})
-    position = {t: i for i, t in enumerate(texts)}
-    vectors = np.concatenate([embedder.embed(texts[i : i + 2048]) for i in range(0, len(texts), 2048)])
-    scores: dict[str, float] = {}
-    for cid, ks in multi.items():
-        v = vectors[[position[k] for k in ks]]
-        n = len(ks)
-        total = v.sum(axis=0)
-        scores[cid] = float((total @ total - n) / (n * (n - 1)))
-    values = np.array(list(scores.values()))
-    return {
-        "purity": round(float(values.mean()), 4),
-        "purity_min": round(float(values.min()), 4),
-        "concepts_scored": len(scores),
-        "impure_concepts": int((values < threshold).sum()),
-        "purity_by_concept": scores,
-    }
+    """Evidence homogeneity inside concepts, on the evidence itself (`memory_core.concepts.purity`)."""
+    return evidence_purity(store, embedder, threshold)
 
 
 def grounding(store: CorpusStore) -> dict:

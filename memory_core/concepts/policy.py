@@ -10,6 +10,10 @@ from dataclasses import dataclass
 class ConceptPolicy:
     evidence_weight: float = 0.6  # noisy-OR discount of one piece of evidence
     active_confidence: float = 0.5  # concepts below are weak
+    # confidence rises with *independent* support: a restatement in a conversation the concept already has
+    # evidence in, or an instance supporting a broader concept, counts for this share of a new piece
+    dependent_evidence_factor: float = 0.5
+    support_factor: float = 0.5
 
 
 def noisy_or(confidence: float, evidence_confidence: float, weight: float) -> float:

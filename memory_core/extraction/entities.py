@@ -21,11 +21,14 @@ _NOT_NAMES = {
     "there", "this", "that", "these", "those", "what", "why", "how", "when", "where", "who", "which", "step", "note",
     "tip", "tips", "example", "answer", "question", "option", "yours", "mine", "god", "lord", "sir", "madam",
     *MONTHS, *WEEKDAYS, *(d + "s" for d in WEEKDAYS), "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "today", "tomorrow", "yesterday", "tonight", "christmas", "easter", "halloween",
+    "woohoo", "woo", "wohoo", "yay", "yippee", "hooray", "hurray", "whoa", "ooh", "gosh", "geez", "phew", "oops", "yo",
+    "yess", "alright",
 }  # fmt: skip
 _COMMON_ACRONYMS = {
     "api", "csv", "url", "pdf", "html", "css", "json", "sql", "ai", "ml", "tv", "faq", "diy", "asap", "fyi", "btw",
     "lol", "omg", "imo", "imho", "tbh", "ceo", "usb", "gpu", "cpu", "ram", "pc", "ui", "ux", "id", "ide", "cli", "sdk",
     "http", "https", "cors", "am", "pm", "ok", "etc", "vs", "eg", "ie", "aka", "fwiw", "idk", "np", "thx", "pls",
+    "cto", "cfo", "coo", "vp", "hr", "qa", "pr", "tb", "gb", "mb", "kb", "ms", "km", "kg", "lb", "mph", "usd", "eur",
 }  # fmt: skip
 _STARTERS = {
     "the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "it", "it's", "we", "you", "they", "he",
@@ -37,6 +40,7 @@ _STARTERS = {
     "remember", "don't", "i'd", "you're", "you'll", "you've", "that's", "there's", "here's", "what's", "how's",
     "poor", "honestly", "actually", "anyway", "plus", "speaking", "sounds", "glad", "love", "hope", "agreed",
     "absolutely", "definitely", "totally", "exactly", "interesting", "amazing", "true", "same", "yay", "whoa",
+    "tell", "say", "give", "ask", "send", "call", "meet", "thank", "wish", "come", "bring", "show", "enjoy",
 }  # fmt: skip
 _CONNECTORS = {"of", "the", "de", "&", "for", "du", "la", "le", "van", "von", "da", "del"}
 PROJECT_NOUNS = {
@@ -47,6 +51,7 @@ PROJECT_NOUNS = {
     "platform", "product", "service", "studio", "nonprofit", "charity", "fundraiser", "calendar", "database",
     "dashboard", "pipeline", "framework", "robot", "renovation", "remodel", "quilt", "mural", "zine", "comic",
     "webcomic", "hustle", "ep", "lp", "mixtape", "demo", "course", "curriculum", "workshop", "brand", "line", "collection", "clinic", "practice",
+    "cli",
 }  # fmt: skip
 _PROJECT_CUE = re.compile(
     r"\b(?:building|build|built|developing|develop|writing|write|wrote|working on|work on|making|creating|create|"
@@ -63,7 +68,10 @@ _CALLED = re.compile(r"\b(?:called|named|titled)\s*[:\"'“]?\s*$", re.IGNORECAS
 _NAMING_IT = re.compile(
     r"\b(?:calling it|call it|name it|naming it|called it|named it)\s*[:\"'“]?\s*$", re.IGNORECASE
 )
-_CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b|`([^`\s]{2,40})`")
+_CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]+\b|`([^`\s]{2,40})`|\b[a-z][a-z0-9]+(?:_[a-z0-9]+){2,}\b")
+# "Sofia is my new mentor": a sentence-initial word said to be someone's something is a name
+_ROLE_COPULA = re.compile(r"^\s+(?:is|was|'s|’s)\s+(my|our)\s+((?:[a-z][a-z\-]*\s+){0,2}[a-z][a-z\-]*)")
+_TITLE_ABBREVIATIONS = {"St", "Dr", "Mt", "Mr", "Mrs", "Ms", "Ft"}  # "St. Mary's" is one name
 _ROLE_BEFORE = re.compile(r"\b([Mm]y|[Oo]ur)\s+((?:[a-z][a-z\-]*\s+){0,2}[a-z][a-z\-]*),?\s*$")
 # "Oscar, my guinea pig." / "Luna, our cat, ...": an apposition after the name
 _ROLE_AFTER = re.compile(
@@ -131,7 +139,7 @@ def _runs(text: str, start: int, end: int, sentence_starts: set[int]) -> list[tu
         run_end, j = b, i + 1
         while j < len(toks):
             gap = text[run_end : toks[j][0]]
-            if gap.strip():
+            if gap.strip() and not (gap == ". " and toks[j - 1][2] in _TITLE_ABBREVIATIONS):
                 break
             nxt = toks[j][2]
             if _capitalised(nxt):
@@ -219,8 +227,15 @@ def find_entities(
             continue
         if len(words) == 1 and low in _STARTERS:
             continue
-        if initial and len(words) == 1 and name not in capitalised_elsewhere:
+        if (
+            initial
+            and len(words) == 1
+            and name not in capitalised_elsewhere
+            and not _ROLE_COPULA.match(text[b:])
+        ):
             continue  # a capitalised word that only ever starts a sentence
+        if re.fullmatch(r"[A-Z]{2,}s", name):
+            continue  # a plural of a common acronym ("ORMs", "APIs")
         if len(words) == 1 and (
             _vocative(text, a, b) or any(sp.startswith(low) and len(low) >= 3 for sp in speakers)
         ):
@@ -265,11 +280,18 @@ def _hit(text: str, a: int, b: int, piece_start: int) -> EntityHit:
     words = text[a:b].split()
     project = called or _NAMING_IT.search(before) or (len(words) > 1 and words[-1].lower() in PROJECT_NOUNS)
     kind = "project" if project else "entity"
-    for pattern, where in ((_ROLE_BEFORE, before), (_ROLE_AFTER, text[b : b + 60]), (_ROLE_NAMED, before)):
+    after = text[b : b + 60]
+    for pattern, where in (
+        (_ROLE_BEFORE, before),
+        (_ROLE_AFTER, after),
+        (_ROLE_NAMED, before),
+        (_ROLE_COPULA, after),
+    ):
         role = pattern.search(where)
         role_words = role.group(2).lower().split() if role else []
         if role and role_words[-1] not in _NOT_ROLES and not _ROLE_FUNCTION_WORDS & set(role_words):
             owner = role.group(1).lower()
+            kind = "project" if role_words[-1] in PROJECT_NOUNS else kind  # "my store, Glow Threads"
             return EntityHit(text[a:b], a, b, kind, role.group(2), owner if owner in ("my", "our") else "")
     return EntityHit(text[a:b], a, b, kind, "", "")
 

@@ -1,12 +1,15 @@
 """The offline teacher: deterministic, fast, no network. It fills the same `SegmentExtraction` an LLM would.
 
 Titles and descriptions follow the contract in `memory_core/ontology/concepts.py`:
-- people's first-person statements ("I ...", "my ...": plans, preferences, possessions, habits, dated
-  events, worries) become goal / belief / event / behavioral_pattern / tension candidates; the evidence is
-  the clause, verbatim; the description restates the fact in the third person with the speaker's name (or
-  "the user") and resolves relative dates against the message time ("yesterday" → 7 May 2023), so it
-  carries the words a later question would use; the title is the fact's short canonical handle
-  (`fact_title`: "Caroline went to a LGBTQ support group");
+- people's statements about themselves and their world ("I ...", "my sister ...": plans, preferences,
+  possessions, habits, dated events, worries) become goal / belief / event / behavioral_pattern / tension
+  candidates, typed by the rules of `statements.py`; precision first, a clause whose subject is a pronoun, a
+  gerund or missing ("It made me realize ...", "Seeing my kids ...") states no fact of anyone's; the evidence
+  is the clause, verbatim; the description restates the fact in the third person with the speaker's name
+  (or "the user"), "you" as the listener, negation and tense kept, and resolves relative dates against the
+  message time ("yesterday" → 7 May 2023), so it carries the words a later question would use; the title
+  is the fact's short canonical handle (`fact_title`: "Caroline went to a LGBTQ support group"); a title
+  that is no well-formed statement is left for the memory loop to reject to residuals (`title_noise`);
 - named entities (and project phrases after "building / writing / opening ...") become entity / project
   candidates titled by the name and described by what the text says they are ("Priya is the user's
   sister.", "Oscar is Caroline's guinea pig.", "Bailey is a cat, mentioned by Melanie."), else
@@ -22,14 +25,13 @@ from dataclasses import dataclass, field
 
 from memory_core.extraction.entities import capitalised_mid_sentence, find_entities, find_projects
 from memory_core.extraction.reactions import FEELINGS, classify_reactions
+from memory_core.extraction.statements import AUXILIARIES, SUBJECTS, classify_statement, clause_subject
 from memory_core.extraction.teacher import MessageView, SegmentInput, Teacher, TeacherResult
 from memory_core.extraction.text import (
-    ADVERBS,
     FIRST_PERSON,
     _is_past,
     clauses,
     clean_clause,
-    explicit_date,
     norm_apostrophes,
     resolve_relative_date,
     restate,
@@ -49,25 +51,16 @@ from memory_core.ontology.titles import fact_title
 from memory_core.revision.slot_rules import offline_claims
 
 _GENERIC_DEFINITION = ", mentioned by "
-RULES_VERSION = "offline/v2"  # v2: fact titles per the title contract, entity descriptions as definitions
+RULES_VERSION = "offline/v3"  # v3: precision first (a fact needs a subject), type rules, whole titles
 
-_TENSION = re.compile(
-    r"\b(worried|worry|worrying|nervous|anxious|stress(?:ed|ful)?|struggl\w*|stuck|keep (?:running into|getting|having)|"
-    r"can't seem|problems?|issues?|crash\w*|errors?|bugs?|broken|fail\w*|conflict\w*|torn between|afraid|scared|"
-    r"concerned|overwhelm\w*|exhausted|tired of|burn(?:ed|t) out|difficult|hard time|hard to|tough|frustrat\w*|"
-    r"haven't heard|still haven't|took forever|can't afford|behind on|pressure|argu\w*|fight|fought|disagree\w*|"
-    r"doesn't work|won't work|not working|lonely|injur\w*|sick of|hurts?|pain|deadlines?|debts?|lost my|"
-    r"can't sleep|insomnia|dread\w*|trouble|troubles|hard time|(?:it|my \w+|the \w+) keeps \w+ing)\b"
-)
-_NEGATED = re.compile(r"\b(?:without|no|not|never|don't|didn't|isn't|wasn't|less)\s+(?:\w+\s+)?$")
-_CONTRAST = re.compile(r"\b(wants?|says?|said|insists?|keeps?|won't|can't|doesn't|didn't|only|no time|too)\b")
 # courtesy toward the listener, not a fact about the speaker
 _PHATIC = re.compile(
     r"^(?:i'?ll|i will|i'd|i would) (?:\w+ )?(?:keep you posted|check (?:it|that|them) out|let you know|add (?:it|that) to my list|"
     r"look into it|give it a (?:try|shot|go)|keep (?:that|it) in mind|think about it|remember that|take (?:a look|that)|"
     r"love to (?:see|hear|read)|be sure to)|^i'?m sure\b|^i can (?:imagine|tell|see)\b|^i (?:hope|bet) (?:you|your|it|that)\b|"
     r"^i'?m (?:so |really )?(?:glad|happy|sorry) (?:to hear|for you|you)|^i (?:totally |completely )?(?:agree|understand)\b|"
-    r"^i (?:know|see) what you mean|^thanks?\b|^thank you\b"
+    r"^i (?:know|see) what you mean|^thanks?\b|^thank you\b|^i (?:didn't|did not|never) know (?:about|that)\b|"
+    r"\bthe same way\b|^(?:me too|same here)\b|\b(?:calling|call|naming|name) it\b"
 )
 _IMPERATIVE_STARTS = {"believe", "keep", "remember", "make", "stay", "take", "don't", "do", "try", "go", "be", "let",
                       "look", "check", "trust", "never", "always", "just", "you", "you're", "your"}  # fmt: skip
@@ -88,48 +81,12 @@ _DANGLING = {
     "and",
     "or",
 }
-_GOAL = re.compile(
-    r"\b(want to|wanna|want|wants|would like|'d like|'d love to|would love to|plan to|plans to|planning|plan is|"
-    r"going to (?!(?:the|a|an|my|our|his|her|their|this|that|church|school|work|bed|class|boot)\b)|gonna|hope to|hoping to|aim to|aiming|my goal|goal is|intend\w*|need to|needs to|have to|has to|"
-    r"got to|trying to|try to|thinking (?:about|of)|considering|decided to|looking to|looking for|will|'ll|"
-    r"dream of|dream is|wish|saving (?:up )?for|someday|one day|next (?:month|year|spring|summer|fall|autumn|winter)|"
-    r"keen on|eager to|can't wait to|ready to|determined to|working towards?|bucket list|signing up|applying)\b"
-)
-_PATTERN = re.compile(
-    r"\b(usually|always|often|normally|typically|generally|regularly|every (?:day|morning|night|evening|week|"
-    r"weekend|month|year|other|single|time|sunday|monday|tuesday|wednesday|thursday|friday|saturday)|"
-    r"each (?:day|morning|week|month|year)|most (?:days|mornings|nights|evenings|weekends)|on weekends|daily|weekly|"
-    r"nightly|habit|routine|tend to|used to|(?:once|twice|\w+ times) a (?:day|week|month|year)|days a week|"
-    r"lately|these days|nowadays|all the time|whenever|ve been \w+ing|have been \w+ing)\b"
-)
-_OPINION = re.compile(
-    r"\b(better|worse|best|worst|favou?rite|overrated|underrated|should|shouldn't|important|matters|worth|"
-    r"in my (?:view|opinion)|hooked|obsessed|fan of|more than|less than|too (?:expensive|much|little)|way more|"
-    r"terrible|awful|prefer|love|hate|can't stand|enjoy)\b"
-)
-_STATE = re.compile(
-    r"^(?:i'm (?:a|an|the|from|based|married|single|vegan|vegetarian)\b|i am (?:a|an|the|from)\b|"
-    r"(?:i|we) (?:\w+ )?(?:have|has|own|live|lives|work as|work at|work for|grew up|come from)\b|"
-    r"my \w+(?: \w+)? (?:is|are|was|were|has|have)\b|i'm \w+ years old|i'm allergic|"
-    r"(?:this|that|these|those|it|they) (?:is|are|was|were) (?:my|our)\b)"
-)
-_ATTITUDE = {"think", "thought", "believe", "believed", "feel", "felt", "love", "loved", "like", "liked", "prefer",
-             "preferred", "hate", "hated", "enjoy", "enjoyed", "adore", "know", "knew", "guess", "suppose",
-             "reckon", "find", "dislike", "appreciate", "admire", "miss", "missed", "doubt", "can't"}  # fmt: skip
-_NON_ACTION = {"am", "have", "need", "want", "know", "mean", "guess", "hope", "wish", "agree", "see", "understand",
-               "remember", "forget", "wonder", "bet", "promise", "doubt", "recommend", "suggest", "get", "got",
-               "do", "don't", "can", "could", "will", "would", "should", "must", "might", "may", "is", "are",
-               "appreciate", "say", "tell", "ask", "think", "love", "like", "apologize", "believe", "just", "totally",
-               "heard", "hear", "feel"}  # fmt: skip
-_AUX = {"do", "does", "did", "don't", "didn't", "am", "'m", "have", "'ve", "been", "was", "were", "will", "would",
-        "can", "could", "'ll", "'d", "had", "really", "also"}  # fmt: skip
 _COMMON_OPENERS = {"it", "it's", "its", "there", "there's", "things", "life", "this", "that", "that's", "these",
                    "those", "the", "a", "an", "last", "every", "everything", "nothing", "some", "something",
                    "what", "being", "having", "getting", "here's", "work", "family", "moments", "seeing",
                    "playing", "doing", "making", "trying", "finding", "reading", "writing", "such", "so"}  # fmt: skip
 _YOU = {"you", "you're", "your", "you've", "you'll", "you'd", "yourself", "yours", "ya"}
 _TEMPORAL_OPENERS = {"when", "while", "once", "as", "after", "before"}
-_SUBJECTS = {"i", "we", "i'm", "i've", "i'd", "i'll", "we're", "we've", "we'll", "im", "ive"}
 _QUESTION_START = {"can", "could", "would", "will", "should", "do", "does", "did", "is", "are", "was", "were", "what",
                    "what's", "how", "how's", "why", "where", "when", "which", "who", "whom", "whose", "any", "have",
                    "has", "shall", "may", "might", "isn't", "aren't", "don't", "didn't", "won't", "wanna"}  # fmt: skip
@@ -141,6 +98,29 @@ _UNMARKED_QUESTION = re.compile(
 _FEELING_WORDS = {w for group in FEELINGS for w in re.findall(r"[a-z]+", group)}
 _INTENSIFIERS = {"so", "really", "very", "super", "extremely", "incredibly", "totally", "quite", "pretty", "a", "bit",
                  "little", "kind", "of", "kinda", "just", "too", "feel", "feeling", "felt", "right", "now", "today"}  # fmt: skip
+# a sentence that presents an image, and the "a photo of" a caption starts with
+_PRESENTS = re.compile(
+    r"\b(?:this|these|here(?:'s| is| are)|check (?:it|this|these) out|check out|look at|take a look|pic|photo|"
+    r"picture|snap|shot|made|did|painted|drew|took|got|finished|found)\b",
+    re.IGNORECASE,
+)
+_IMAGE_KIND = re.compile(
+    r"^(?:a |an )?(?:close up |closeup |black and white )?(?:photograph|photography|photo|picture|image|pic|snapshot) of ",
+    re.IGNORECASE,
+)
+_SHORT_STATE = re.compile(
+    r"^(?:i'm|i am|we're) (?:vegan|vegetarian|pregnant|married|divorced|engaged|retired|single)$"
+)
+_WORKS_ON = re.compile(
+    r"^(?:i|we)(?:'m| am|'re| are|'ve been| have been)? (?:\w+ )?(?:building|writing|developing|making|creating|"
+    r"designing|coding|working on|starting|launching|opening|recording)\b"
+)
+# a thing shown to the listener: "Here's a photo of my horse painting", "This is our latest work"
+_SHOWN = re.compile(
+    r"^(?:here(?:'s| is| are)|this is|these are|check out|look at)\s+(?:(?:a|the|some|another)\s+)?"
+    r"(?:(?P<photo>(?:photo|pic|picture|snap|shot|video|sketch|drawing)s?)\s+(?:of|from)\s+)?(?P<what>.{3,})$",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -153,76 +133,8 @@ class _Draft:
     relations: list[tuple[str, str, float]] = field(default_factory=list)
 
 
-def main_verb(ws: list[str]) -> tuple[str, set[str]]:
-    """The first verb after a first-person subject near the start of the clause ("Every Sunday I meal-prep"),
-    and the auxiliaries seen on the way. ("", set()) when the first person is subordinate ("the rent is more
-    than I paid")."""
-    for i, w in enumerate(ws[:4]):
-        if w in _SUBJECTS:
-            aux = {w.split("'")[1]} if "'" in w else set()
-            for nxt in ws[i + 1 : i + 6]:
-                if nxt in ADVERBS or nxt in _AUX:
-                    if nxt in _AUX:
-                        aux.add(nxt)
-                    continue
-                return nxt, aux
-            return "", aux
-    return "", set()
-
-
-def classify_statement(clause: str, connector: str, first_person: bool) -> tuple[str | None, float]:
-    """(concept type, confidence) of a statement clause, or (None, 0) when it states nothing durable."""
-    low = norm_apostrophes(clause).lower()
-    ws = words_of(clause)
-    verb, aux = main_verb(ws)
-    tension_cue = any(
-        not _NEGATED.search(low[max(0, m.start() - 12) : m.start()]) for m in _TENSION.finditer(low)
-    )
-    contrast = connector == "but" and first_person and _CONTRAST.search(low)
-    if tension_cue or contrast:
-        if first_person:
-            return "tension", 0.7
-        if ws and ws[0] not in _IMPERATIVE_STARTS:
-            return "tension", 0.4
-        return None, 0.0
-    if not first_person:
-        if explicit_date(low) and (_is_past(verb) or any(_is_past(w) for w in ws[1:4])):
-            return "event", 0.4
-        return None, 0.0
-    if _GOAL.search(low):
-        return "goal", 0.7
-    if verb in _ATTITUDE or low.startswith(("i don't like", "i do not like")):
-        return "belief", 0.65
-    if _PATTERN.search(low):
-        return "behavioral_pattern", 0.65
-    if (
-        verb
-        and not aux
-        and not _is_past(verb)
-        and not verb.endswith("ing")
-        and verb not in _NON_ACTION
-        and verb.isalpha()
-    ):
-        if not re.match(r"^(?:i|we) (?:\w+ )?(?:live|work as|own)\b", low):
-            return "behavioral_pattern", 0.5
-    # after "I'm" an -ed word is a state ("I'm confused", "I'm hooked"), not something that happened
-    stative = bool(aux & {"m", "'m", "am", "re", "'re"})
-    past = (_is_past(verb) and not stative) or bool(aux & {"did", "was", "were", "had"})
-    if ws[0] in {"my", "our"}:  # "my doctor said ...": the verb follows a short noun phrase
-        past = past or any(_is_past(w) for w in ws[1:5])
-    if past or explicit_date(low) or re.search(r"\b(just got|recently)\b", low):
-        return "event", 0.6
-    if stative and verb.endswith("ing") and verb.isalpha() and not _FEELING_WORDS & set(ws):
-        return "behavioral_pattern", 0.5  # an ongoing activity: "I'm writing articles about fantasy novels"
-    if _OPINION.search(low):
-        return "belief", 0.55
-    if _STATE.search(low):
-        return "belief", 0.55
-    return None, 0.0
-
-
 def _feeling_only(ws: list[str]) -> bool:
-    rest = [w for w in ws if w not in _SUBJECTS and w not in _INTENSIFIERS and w not in _AUX]
+    rest = [w for w in ws if w not in SUBJECTS and w not in _INTENSIFIERS and w not in AUXILIARIES]
     return len(rest) <= 2 and any(w in _FEELING_WORDS for w in rest)
 
 
@@ -232,22 +144,38 @@ def _subject(m: MessageView) -> str:
     return subject if subject not in ("The user", "The assistant") else subject.lower()
 
 
-def _describe(m: MessageView, clause: str, future: bool, dated: bool = True) -> str:
+def _describe(
+    m: MessageView, clause: str, future: bool, dated: bool = True, listener: str = "", dated_by: str = ""
+) -> str:
+    """The clause restated in the third person with the speaker's name (and the listener's for "you"),
+    the date it points to resolved against the message time."""
     subject = m.subject if m.is_person else "The assistant"
     possessive = (
         f"{subject}'s"
         if subject[0].isupper() and subject not in ("The user", "The assistant")
         else f"{subject.lower()}'s"
     )
-    sentence = restate(clause, subject if subject not in ("The user",) else "the user", possessive)
+    sentence = restate(clause, subject if subject not in ("The user",) else "the user", possessive, listener)
     if m.is_person and subject.casefold() not in sentence.casefold():
         # "It's been tough" said by Jon is Jon's fact, not anyone's: say whose it is
         first = sentence.split(" ", 1)[0]
         if first.casefold().strip("'’") in _COMMON_OPENERS or first.endswith("ing"):
             sentence = sentence[:1].lower() + sentence[1:]
         sentence = f"{subject} says {sentence}"
-    when = resolve_relative_date(clause, m.created_at, future=future) if dated else None
+    when = resolve_relative_date(dated_by or clause, m.created_at, future=future) if dated else None
     return sentence.rstrip(".!?") + (f" ({when})" if when else "") + "."
+
+
+def _listener(segment: SegmentInput, m: MessageView) -> str:
+    """Who "you" is in a person's message: the one other person of a conversation between two people
+    (LoCoMo), the assistant in a chat with one; "" when that is not clear."""
+    people = {v.subject for v in segment.messages if v.is_person} | set(segment.speakers)
+    others = sorted(p for p in people if p and p != m.subject and p not in ("The user", "The assistant"))
+    if len(others) == 1 and m.subject not in ("The user",):
+        return others[0]
+    if m.subject == "The user" and any(not v.is_person for v in segment.messages):
+        return "the assistant"
+    return ""
 
 
 def _definition_rank(description: str) -> int:
@@ -279,8 +207,12 @@ class OfflineTeacher(Teacher):
         person_text = " ".join(m.piece for m in segment.messages if m.is_person).casefold()
         for m in segment.messages:
             projects = find_projects(m.text, m.start, m.end) if m.is_person else []
+            hits = find_entities(m.text, m.start, m.end, speakers, elsewhere, m.is_person)
             if m.is_person:
-                self._statements(m, drafts)
+                undertakings = projects + [(h.start, h.end) for h in hits if h.kind == "project"]
+                self._statements(m, drafts, {h.name for h in hits}, _listener(segment, m), undertakings)
+                if m.caption:
+                    self._shared_image(m, drafts)
                 for a, b in projects:
                     phrase = m.text[a:b]
                     title = re.sub(r"^(?:a|an|the|my|our)\s+", "", phrase, flags=re.I)
@@ -301,7 +233,6 @@ class OfflineTeacher(Teacher):
                             cue=m.text[r.cue_start : r.cue_end],
                         )
                     )
-            hits = find_entities(m.text, m.start, m.end, speakers, elsewhere, m.is_person)
             hits = [
                 h for h in hits if not any(a <= h.start and h.end <= b for a, b in projects)
             ]  # "EP" in "our first EP"
@@ -336,7 +267,14 @@ class OfflineTeacher(Teacher):
         return [h for _, _, h in sorted(kept, key=lambda k: (k[0], k[1]))][: self.max_assistant_entities]
 
     # ------------------------------------------------------------------------------------ statements
-    def _statements(self, m: MessageView, drafts: dict[tuple[str, str], _Draft]) -> None:
+    def _statements(
+        self,
+        m: MessageView,
+        drafts: dict[tuple[str, str], _Draft],
+        names: set[str],
+        listener: str,
+        projects: list[tuple[int, int]],
+    ) -> None:
         for s, e in sentences(m.text, m.start, m.end):
             sentence = m.text[s:e]
             first = words_of(sentence[:40])[:1]
@@ -346,47 +284,98 @@ class OfflineTeacher(Teacher):
                 continue
             if _UNMARKED_QUESTION.match(norm_apostrophes(sentence)):
                 continue  # "how do i know that a project uses sops": a query typed without "?"
+            speaks_of_self = bool(SUBJECTS & set(words_of(sentence)))
             previous: _Draft | None = None
             for cs, ce, connector in clauses(m.text, s, e):
                 cs, ce = clean_clause(m.text, cs, ce)
-                clause = m.text[cs:ce]
-                ws = words_of(clause)
-                if (
-                    len(ws) < 3
-                    or ws[0] in {"if", "unless", "whether", "whenever"}
-                    or _feeling_only(ws)
-                    or ws[-1] in _DANGLING
+                if any(cs <= a and b <= ce for a, b in projects) and _WORKS_ON.match(
+                    norm_apostrophes(m.text[cs:ce]).lower()
                 ):
-                    previous = None
+                    previous = None  # "I'm building a Flask app called Ledgerly": the project says it
                     continue
-                if _PHATIC.search(norm_apostrophes(clause).lower()):
-                    previous = None
-                    continue
-                first_person = any(w in FIRST_PERSON for w in ws)
-                if (ws[0] in _YOU or (not first_person and _YOU & set(ws))) and not (
-                    {"i", "i'm", "i've", "i'd"} & set(ws)
-                ):
-                    previous = (
-                        None  # about or to the listener ("Have faith in yourself"): not the speaker's fact
-                    )
-                    continue
-                kind, confidence = classify_statement(clause, connector, first_person)
-                if kind is None or (ws[0] in _TEMPORAL_OPENERS and kind != "event"):
-                    previous = None  # "When I look after myself, ...": the condition of the next clause
-                    continue
-                future = kind in ("goal",) or bool(
-                    re.search(r"\b(next|coming|tomorrow|will|'ll|going to)\b", clause.lower())
-                )
-                description = _describe(m, clause, future)
-                title = fact_title(description) or fact_title(_describe(m, clause, future, dated=False))
-                draft = self._add(drafts, kind, title, description, confidence, m, cs, ce)
-                if previous is not None and draft is not previous:
+                draft = self._statement(m, drafts, cs, ce, connector, names, listener, speaks_of_self)
+                if draft is not None and previous is not None and draft is not previous:
+                    clause = m.text[cs:ce]
                     if connector in ("because", "since"):
                         draft.relations.append((previous.title, "causes", 0.5))
                     elif connector == "so":
                         rel = "enables" if re.match(r"(?:i|we) can\b", clause.lower()) else "causes"
                         previous.relations.append((draft.title, rel, 0.5))
                 previous = draft
+
+    def _statement(
+        self,
+        m: MessageView,
+        drafts: dict[tuple[str, str], _Draft],
+        cs: int,
+        ce: int,
+        connector: str,
+        names: set[str],
+        listener: str,
+        speaks_of_self: bool,
+    ) -> _Draft | None:
+        """The fact draft of one clause, or None when the clause states no fact of anyone's (precision first:
+        no subject a fact can be about, a question, courtesy, a condition, a feeling alone)."""
+        clause = m.text[cs:ce]
+        ws = words_of(clause)
+        if (
+            (len(ws) < 3 and not _SHORT_STATE.match(norm_apostrophes(clause).lower()))
+            or ws[0] in {"if", "unless", "whether", "whenever"}
+            or _feeling_only(ws)
+            or ws[-1] in _DANGLING
+            or _PHATIC.search(norm_apostrophes(clause).lower())
+        ):
+            return None
+        first_person = any(w in FIRST_PERSON for w in ws)
+        if (ws[0] in _YOU or (not first_person and _YOU & set(ws))) and not (
+            {"i", "i'm", "i've", "i'd"} & set(ws)
+        ):
+            return None  # about or to the listener ("Have faith in yourself"): not the speaker's fact
+        if connector == "and" and ws[0] not in FIRST_PERSON and _is_past(ws[0]) and speaks_of_self:
+            clause = f"I {clause}"  # "... and met a designer named Sofia": the same subject goes on
+        shown = _SHOWN.match(norm_apostrophes(clause))
+        if (
+            shown
+            and FIRST_PERSON & set(words_of(shown.group("what")))
+            and not re.match(r"(?:one|it|this|that|something|some)\b", shown.group("what"), re.I)
+        ):
+            # "Here's a photo of my horse painting I did recently": the speaker shared it, now
+            said = f"I shared {'a photo of ' if shown.group('photo') else ''}{shown.group('what')}"
+            kind, confidence = "event", 0.5
+        else:
+            subject = clause_subject(clause, names, speaks_of_self)
+            if subject is None:
+                return None  # "It made me realize ...", "These figurines I bought ...", "Seeing my kids ..."
+            said = clause
+            kind, confidence = classify_statement(clause, connector, subject)
+        if kind is None or (ws[0] in _TEMPORAL_OPENERS and kind != "event"):
+            return None  # "When I look after myself, ...": the condition of the next clause
+        future = kind == "goal" or bool(
+            re.search(r"\b(next|coming|tomorrow|will|'ll|going to)\b", clause.lower())
+        )
+        description = _describe(m, said, future, listener=listener, dated_by=clause)
+        title = fact_title(description) or fact_title(
+            _describe(m, said, future, dated=False, listener=listener)
+        )
+        return self._add(drafts, kind, title, description, confidence, m, cs, ce)
+
+    def _shared_image(self, m: MessageView, drafts: dict[tuple[str, str], _Draft]) -> None:
+        """A message that shares an image states that the speaker shared what it shows: the evidence is the
+        sentence that presents it ("take a look at this", "Here's one I did last week"), else the last one."""
+        spans = sentences(m.text, m.start, m.end)
+        if not spans:
+            return
+        presenting = [(s, e) for s, e in spans if _PRESENTS.search(m.text[s:e])]
+        s, e = clean_clause(m.text, *(presenting or spans)[-1])
+        shown = _IMAGE_KIND.sub("", m.caption.strip().rstrip("."))
+        if e <= s or len(shown.split()) < 2:
+            return
+        subject = m.subject if m.subject not in ("The user",) else "the user"
+        subject = f"{subject[:1].upper()}{subject[1:]}"
+        description = f"{subject} shared a photo of {shown}."
+        # the title names what it shows ("Caroline shared a painting of a sunset over a lake"): two photos
+        # are two events, and "shared a photo of a" would make every title alike
+        self._add(drafts, "event", fact_title(f"{subject} shared {shown}"), description, 0.5, m, s, e)
 
     @staticmethod
     def _clause_around(m: MessageView, a: int, b: int) -> str:

@@ -109,6 +109,7 @@ class _Conversation:
                         messages.c.author,
                         messages.c.text,
                         messages.c.created_at,
+                        messages.c.attributes,
                     ).where(messages.c.conversation_id == conversation_id)
                 )
             }
@@ -145,12 +146,18 @@ class _Conversation:
                         start,
                         end,
                         m.created_at,
+                        _caption(m.attributes) if end == len(m.text) else "",  # on the message's last piece
                     )
                 )
             out.append(
                 SegmentInput(seg["segment_id"], self.id, self.source_format, tuple(views), self.speakers)
             )
         return out
+
+
+def _caption(attributes: dict | None) -> str:
+    caption = (attributes or {}).get("image_caption") if isinstance(attributes, dict) else None
+    return str(caption) if caption else ""
 
 
 def _safe_extract(teacher: Teacher, segment: SegmentInput) -> TeacherResult:

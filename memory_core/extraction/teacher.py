@@ -34,6 +34,7 @@ class MessageView:
     start: int
     end: int
     created_at: datetime
+    caption: str = ""  # what an image the message shared shows ("a photo of a painting of a sunset")
 
     @property
     def piece(self) -> str:

@@ -46,6 +46,19 @@ _COMPLEMENTIZERS = {"how", "what", "that", "where", "when", "why", "if", "whethe
                     "before", "after", "until", "till", "once", "unless", "because", "while", "since", "though",
                     "although", "whereas", "so", "wish", "hope", "bet", "said", "say"}  # fmt: skip
 CONJUNCTIONS = {"and", "but", "so", "because", "since", "while", "although", "though", "cause", "cuz", "plus"}
+SUBORDINATORS = {
+    "when",
+    "whenever",
+    "while",
+    "once",
+    "as",
+    "after",
+    "before",
+    "since",
+    "until",
+    "if",
+    "because",
+}
 FILLER_ADVERBS = {"honestly", "actually", "really", "also", "then", "now", "still", "yet", "anyway", "luckily",
                   "sadly", "thankfully", "unfortunately", "fortunately", "basically", "apparently", "recently"}  # fmt: skip
 LEADING_FILLERS = re.compile(  # used with .match(text, pos): anchored at pos without "^"
@@ -152,16 +165,38 @@ def clauses(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
             elif w in {"because", "since", "although", "though", "while"} and following and i > 2:
                 cuts.append((a, tokens[i + 1][0], w))
             continue
-        if comma and w in {"i", "i'm", "i've", "i'll", "i'd", "my", "we", "we're", "we've"}:
+        if comma and w in {
+            "i",
+            "i'm",
+            "i've",
+            "i'll",
+            "i'd",
+            "my",
+            "we",
+            "we're",
+            "we've",
+            "he",
+            "she",
+            "they",
+            "he's",
+            "she's",
+            "they're",
+            "he'd",
+            "she'd",
+        }:
             cuts.append((a, a, ","))
         elif (
             w == "i"
             and not comma
             and i >= 4
+            and tokens[0][2] in SUBORDINATORS
+            and not cuts
             and any(t[2] in _FIRST_SUBJECTS for t in tokens[:i])
             and tokens[i - 1][2] not in CONJUNCTIONS | _COMPLEMENTIZERS
         ):
-            cuts.append((a, a, ""))  # "When I moved to Denver in 2021 I got my first cat"
+            # "When I moved to Denver in 2021 I got my first cat"; never inside a noun phrase with a
+            # relative clause ("the support I got was really helpful", "the struggles I had")
+            cuts.append((a, a, ""))
     out: list[tuple[int, int, str]] = []
     pos, conn = start, ""
     for cut, clause_start, connector in cuts:
@@ -180,12 +215,34 @@ def _has_subject_verb(tokens: list[tuple[int, int, str]]) -> bool:
     return any(w in SUBJECT_WORDS or w in {"me", "us"} for w in words) and len(words) >= 3
 
 
+_FRAME = re.compile(
+    r"(?:one thing (?:i|we) (?:know|learned|love|noticed|realized)(?: for sure)? is(?: that)?|the (?:thing|truth|point) "
+    r"is(?: that)?|you know,?|what i (?:mean|love|know) is(?: that)?)\s+",
+    re.IGNORECASE,
+)
+
+
 def clean_clause(text: str, start: int, end: int) -> Span:
-    """Drop leading fillers ("By the way, honestly, ...") and trailing punctuation."""
+    """Drop leading fillers ("By the way, honestly, ...") and frames ("One thing I know is that ..."), and
+    trailing punctuation."""
     m = LEADING_FILLERS.match(text, start, end)
     if m and m.end() < end:
         start = m.end()
-    return trim(text, start, end, " \t\r\n,;:.!?—–-\"'“”*")
+    m = _FRAME.match(text, start, end)
+    if m and m.end() < end:
+        start = m.end()
+    start, stop = trim(text, start, end, " \t\r\n,;:.!?—–-\"'“”*")
+    for opening, closing in (("'", "'"), ('"', '"'), ("“", "”"), ("‘", "’")):
+        inner = text[start:stop]
+        if (
+            stop < end
+            and text[stop] == closing
+            and re.search(rf"(?:^|\s){opening}\w", inner)
+            and (inner.count(closing) if opening != closing else inner.count(opening) % 2) in (0, 1)
+        ):
+            stop += 1  # a quoted title at the end keeps its closing quote ("we discussed 'Emma'")
+            break
+    return start, stop
 
 
 def words_of(text: str) -> list[str]:
@@ -206,7 +263,13 @@ def third_person_verb(word: str) -> str:
     return word + "s"
 
 
+_PARTICIPLES = {"been", "gone", "done", "seen", "known", "taken", "given", "written", "eaten", "driven", "grown",
+                "thrown", "flown", "shown", "spoken", "broken", "chosen", "forgotten", "gotten", "begun", "run",
+                "become", "come", "met", "had", "made", "heard", "left", "lost", "found", "told", "thought"}  # fmt: skip
 _CONTRACTIONS = [
+    (re.compile(r"\bI wanna\b"), "{S} wants to"),
+    (re.compile(r"\bI gotta\b"), "{S} has to"),
+    (re.compile(r"\bI['’]m gonna\b"), "{S} is going to"),
     (re.compile(r"\bI['’]m\b"), "{S} is"),
     (re.compile(r"\bIm\b"), "{S} is"),
     (re.compile(r"\bI am\b"), "{S} is"),
@@ -217,12 +280,39 @@ _CONTRACTIONS = [
     (re.compile(r"\bwe['’]re\b", re.I), "{S} and others are"),
     (re.compile(r"\bwe['’]ve\b", re.I), "{S} and others have"),
     (re.compile(r"\bwe['’]ll\b", re.I), "{S} and others will"),
+    (re.compile(r"\bwe['’]d\b", re.I), "{S} and others would"),
 ]
+_LISTENER_CONTRACTIONS = [
+    (re.compile(r"\byou['’]re\b", re.I), "{L} is"),
+    (re.compile(r"\byou are\b", re.I), "{L} is"),
+    (re.compile(r"\byou were\b", re.I), "{L} was"),
+    (re.compile(r"\byou['’]ve\b", re.I), "{L} has"),
+    (re.compile(r"\byou['’]ll\b", re.I), "{L} will"),
+    (re.compile(r"\byou['’]d\b", re.I), "{L} would"),
+]
+# "no longer" and "not" sit between a subject and its verb like an adverb: "I no longer live" → "... no longer lives"
+_ADVERB = (
+    r"(?:no longer|not|"
+    + "|".join(sorted(ADVERBS))
+    + r"|(?!(?:apply|reply|rely|supply|fly|ally)\b)[a-z]{2,}ly)"
+)
+_HAD = re.compile(
+    r"\bI['’]d ((?:" + _ADVERB + r" )*)(?=(?:" + "|".join(sorted(_PARTICIPLES)) + r"|[a-z]+ed)\b)"
+)
+_SUBJECT_YOU = re.compile(
+    r"(^|\b(?:that|because|cause|when|if|how|what|why|where|and|but|so|as|since|while|though|although)\s+)"
+    r"you ((?:" + _ADVERB + r" )*)([A-Za-z'’]+)",
+    re.IGNORECASE,
+)
 
 
-def restate(clause: str, subject: str, possessive: str) -> str:
-    """First person → third person: "I'm nervous about my race" → "Nadia is nervous about Nadia's race"."""
-    out = clause
+def restate(clause: str, subject: str, possessive: str, listener: str = "") -> str:
+    """First person → third person: "I'm nervous about my race" → "Nadia is nervous about Nadia's race".
+
+    Negation and tense stay as they were ("I no longer live in Berlin" → "Dana no longer lives in Berlin",
+    "I'd been there" → "Dana had been there"). With a `listener` (the one person spoken to), "you" becomes
+    them: "I think freelancing suits you" → "Iris thinks freelancing suits Marco"."""
+    out = _HAD.sub(lambda m: f"{subject} had {m.group(1)}", clause)
     for pattern, repl in _CONTRACTIONS:
         out = pattern.sub(repl.replace("{S}", subject), out)
 
@@ -230,8 +320,7 @@ def restate(clause: str, subject: str, possessive: str) -> str:
         adverbs, verb = m.group(1) or "", m.group(2)
         return f"{subject} {adverbs}{third_person_verb(verb)}"
 
-    adverb = "(?:" + "|".join(sorted(ADVERBS)) + r"|(?!(?:apply|reply|rely|supply|fly|ally)\b)[a-z]{2,}ly)"
-    out = re.sub(r"\bI ((?:" + adverb + r" )*)([A-Za-z'’]+)", subject_verb, out)
+    out = re.sub(r"\bI ((?:" + _ADVERB + r" )*)([A-Za-z'’]+)", subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
     out = re.sub(r"\b[Mm]y\b", possessive, out)
     out = re.sub(r"\bmine\b", possessive, out)
@@ -239,9 +328,21 @@ def restate(clause: str, subject: str, possessive: str) -> str:
     out = re.sub(r"\b[Ww]e\b", f"{subject} and others", out)
     out = re.sub(r"\b[Oo]ur\b", possessive, out)
     out = re.sub(r"\bus\b", f"{subject} and others", out)
+    if listener:
+        out = _to_listener(out, listener)
     out = re.sub(r"\s+", " ", out).strip()
     # a sentence starts with a capital even when the subject is "the user"
     return out[:1].upper() + out[1:] if out else out
+
+
+def _to_listener(text: str, listener: str) -> str:
+    for pattern, repl in _LISTENER_CONTRACTIONS:
+        text = pattern.sub(repl.replace("{L}", listener), text)
+    text = _SUBJECT_YOU.sub(
+        lambda m: f"{m.group(1)}{listener} {m.group(2) or ''}{third_person_verb(m.group(3))}", text
+    )
+    text = re.sub(r"\b(?:your|yours)\b", f"{listener}'s", text, flags=re.I)
+    return re.sub(r"\b(?:you|yourself)\b", listener, text, flags=re.I)
 
 
 # ------------------------------------------------------------------------------------- dates

@@ -5,7 +5,9 @@ name normalisation) and no other stage imports it.
 
 - `candidates`: a mention as the loop sees it; `retriever`: fused top-k over the in-memory concept index;
 - `router`: create / attach / refine / reject rules, `adjudication`: the optional LLM for the ambiguous band;
-- `patches`: the patches decisions become; `summaries`, `valid_time`: name descriptions and fact times;
+- `patches`: the patches decisions become; `summaries`, `valid_time`: descriptions and fact times;
+- `support`, `patterns`: subjects and content stems of facts, instances of goals, episodes of patterns;
+- `memory`: the loop's working state; `apply`: decisions applied and written;
 - `loop.consolidate`: the batch driver; `report`: the run's report and the figures after it;
   `checks`: the stage's contracts.
 """

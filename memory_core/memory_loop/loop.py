@@ -13,6 +13,13 @@ evidenced in conversations sharing a participant with its own (one corpus may ho
 histories). A concept whose key ("{title}: {description}") changes in a batch - created under a canonical
 title or with a usage context, or refined - is indexed by the candidate's vector until the batch ends, then
 all such keys are embedded in one call.
+
+Two kinds of concept stand on more than one statement. A fact that is an instance of a goal or habit of its
+subject also supports it as evidence (`patterns.instance_target`). A reflective candidate (a behavioral
+pattern, a tension) is held to the end of the run and created only when episodes of it in several
+conversations support it and no later statement says it stopped (`patterns.judge_pattern`); its episodes
+become its evidence. A single phrasing stays a residual (`reflective_unsupported`), judged again by the next
+run that brings new mentions. Working state: `memory.LoopMemory`; writing decisions: `apply`.
 """
 
 from __future__ import annotations
@@ -23,44 +30,45 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import Text, and_, bindparam, cast, exists, func, insert, select, update
+from sqlalchemy import Text, and_, cast, exists, select
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
-from memory_core.concepts.store import (
-    CONSOLIDATION_STAGE,
-    evidence_row,
-    insert_concepts,
-    read_concepts,
-    update_concepts,
-)
-from memory_core.embeddings.base import Embedder
+from memory_core.embeddings.base import Embedder, l2_normalise
 from memory_core.ids import stable_uuid
+from memory_core.lexical import tokenize
 from memory_core.memory_loop.adjudication import Adjudicator
+from memory_core.memory_loop.apply import (
+    ACTOR,
+    HELD_REASONS,
+    STAGE,
+    Batch,
+    apply,
+    flush,
+    support,
+    support_broader,
+)
 from memory_core.memory_loop.candidates import Candidate
-from memory_core.memory_loop.patches import create_patch, evidence_patch
+from memory_core.memory_loop.memory import LoopMemory
+from memory_core.memory_loop.patches import theme_patch
+from memory_core.memory_loop.patterns import find_themes, judge_pattern
 from memory_core.memory_loop.report import LoopReport
-from memory_core.memory_loop.retriever import ConceptIndex, RetrieverWeights
-from memory_core.memory_loop.router import ConceptView, Decision, Router, RouterRules
+from memory_core.memory_loop.retriever import RetrieverWeights
+from memory_core.memory_loop.router import Decision, Router, RouterRules
 from memory_core.memory_loop.summaries import usage_context
-from memory_core.ontology.concepts import LIVE_STATES, NAME_TYPES, RELATION_TYPES, ConceptHypothesis
+from memory_core.ontology.concepts import (
+    NAME_TYPES,
+    RELATION_TYPES,
+)
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
-    canonical_concepts,
-    concept_evidence,
     mentions,
     messages,
     residuals,
     segments,
 )
 
-STAGE = CONSOLIDATION_STAGE
-ACTOR = "memory_loop"
-# adjudications that ended without a usable answer are kept for offline analysis under their own stage (a
-# `memory_loop` residual would mark the mention rejected: it was not, the rule decided)
-ADJUDICATION_STAGE = "memory_loop_adjudication"
-_ADJUDICATION_FAULTS = {"adjudicator_failed": "failed", "adjudicator_invalid": "invalid"}
 _IN_CHUNK = 500
 
 
@@ -75,111 +83,6 @@ class LoopConfig:
 def _chunks(items: list, size: int = _IN_CHUNK):
     for i in range(0, len(items), size):
         yield items[i : i + size]
-
-
-class _Memory:
-    """The loop's working state: the live concepts, the retriever index, what is stored already."""
-
-    def __init__(self, store: CorpusStore, embedder: Embedder, config: LoopConfig, report: LoopReport):
-        self.store = store
-        self.embedder = embedder
-        self.config = config
-        self.report = report
-        self.concepts: dict[str, ConceptHypothesis] = {}
-        self.best_evidence: dict[str, float] = {}
-        self.held_spans: set[tuple[str, str, int, int]] = set()
-        self.persisted: set[str] = set()
-        self.index: ConceptIndex | None = None
-        # who takes part in each conversation, and in the conversations each concept is evidenced in
-        self.participants: dict[str, frozenset[str]] = {}
-        self.people: dict[str, set[str]] = {}
-        # concepts whose key changed in this batch (created under a canonical title / usage context, or
-        # refined): indexed meanwhile by the candidate's vector, re-embedded together at the batch's end
-        self.stale: set[str] = set()
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        started = time.perf_counter()
-        vectors = self.embedder.embed(texts)
-        self.report.embedding_seconds += time.perf_counter() - started
-        return vectors
-
-    def load(self) -> None:
-        with self.store.staging.connect() as conn:
-            self.concepts = read_concepts(
-                conn,
-                states=LIVE_STATES,
-                order_by=(canonical_concepts.c.first_seen, canonical_concepts.c.concept_id),
-            )
-            self.persisted = set(self.concepts)
-            for r in conn.execute(
-                select(
-                    concept_evidence.c.concept_id,
-                    concept_evidence.c.message_id,
-                    concept_evidence.c.span_start,
-                    concept_evidence.c.span_end,
-                    concept_evidence.c.confidence,
-                )
-            ):
-                if r.concept_id in self.concepts:
-                    self.held_spans.add((r.concept_id, r.message_id, r.span_start, r.span_end))
-                    self.best_evidence[r.concept_id] = max(
-                        self.best_evidence.get(r.concept_id, 0.0), r.confidence
-                    )
-            links = conn.execute(
-                select(
-                    mentions.c.consolidated_id,
-                    mentions.c.segment_id,
-                    mentions.c.conversation_id,
-                    mentions.c.message_created_at,
-                ).where(mentions.c.consolidated_id.is_not(None))
-            ).all()
-        ids = list(self.concepts)
-        vectors = self.embed([self.concepts[c].embedding_key for c in ids]) if ids else []
-        self.index = ConceptIndex(self.config.weights, capacity=max(1024, 2 * len(ids)))
-        for i, cid in enumerate(ids):
-            self.index_concept(cid, vectors[i])
-        with self.store.source.connect() as conn:
-            pairs = conn.execute(
-                select(
-                    messages.c.conversation_id, func.coalesce(messages.c.author, messages.c.role)
-                ).distinct()
-            ).all()
-        by_conversation: dict[str, set[str]] = {}
-        for conversation_id, who in pairs:
-            by_conversation.setdefault(conversation_id, set()).add(who)
-        self.participants = {c: frozenset(p) for c, p in by_conversation.items()}
-        for cid, segment_id, conversation_id, seen_at in links:
-            if cid in self.index:
-                self.index.touch(cid, seen_at, segment_id, conversation_id)
-                self.people.setdefault(cid, set()).update(self.participants.get(conversation_id, ()))
-        self.report.concepts_before = len(ids)
-
-    def index_concept(self, cid: str, vector: np.ndarray) -> None:
-        c = self.concepts[cid]
-        self.index.add(cid, vector, c.type, [c.title, *c.aliases], c.first_seen, c.last_seen)
-
-    def refresh_vectors(self) -> None:
-        """Embed the keys of the concepts changed in this batch, in one call (not one call per concept)."""
-        if not self.stale:
-            return
-        ids = sorted(self.stale)
-        keys = [self.concepts[c].embedding_key for c in ids]
-        for cid, vector in zip(ids, self.embed(keys), strict=True):
-            self.index.set_vector(cid, vector)
-        self.stale.clear()
-
-    def shares_participants(self, cid: str, conversation_id: str) -> bool:
-        """Does the concept's evidence come from conversations with someone of this one? (Unknown: yes.)"""
-        mine, theirs = self.participants.get(conversation_id), self.people.get(cid)
-        return not mine or not theirs or bool(mine & theirs)
-
-    def view(self, cid: str, cand: Candidate) -> ConceptView:
-        return ConceptView(
-            self.concepts[cid],
-            best_evidence_confidence=self.best_evidence.get(cid, 0.0),
-            holds_span=(cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
-            shares_participants=self.shares_participants(cid, cand.conversation_id),
-        )
 
 
 def _pending_ids(store: CorpusStore) -> list[str]:
@@ -198,6 +101,34 @@ def _pending_ids(store: CorpusStore) -> list[str]:
                 )
             ).scalars()
         )
+
+
+def _held_ids(store: CorpusStore) -> list[str]:
+    """Mentions an earlier run left as unsupported reflective residuals (judged again with new evidence)."""
+    with store.staging.connect() as conn:
+        return list(
+            conn.execute(
+                select(residuals.c.mention_id)
+                .where(residuals.c.stage == STAGE, residuals.c.reason_code.in_(HELD_REASONS))
+                .distinct()
+            ).scalars()
+        )
+
+
+def _in_time_order(store: CorpusStore, ids: list[str]) -> list[str]:
+    if not ids:
+        return []
+    wanted, out = set(ids), []
+    with store.staging.connect() as conn:
+        for r in conn.execute(
+            select(mentions.c.mention_id).order_by(
+                mentions.c.message_created_at, mentions.c.message_id, mentions.c.span_start,
+                mentions.c.span_end, mentions.c.mention_id,
+            )
+        ):  # fmt: skip
+            if r.mention_id in wanted:
+                out.append(r.mention_id)
+    return out
 
 
 def _load_batch(store: CorpusStore, ids: list[str]) -> tuple[list[Candidate], dict[str, str], set[str]]:
@@ -227,141 +158,7 @@ def _load_batch(store: CorpusStore, ids: list[str]) -> tuple[list[Candidate], di
     return cands, texts, live
 
 
-@dataclass
-class _Batch:
-    records: list[log.ActionRecord] = field(default_factory=list)
-    new_concepts: list[str] = field(default_factory=list)
-    changed: set[str] = field(default_factory=set)
-    evidence: list[dict] = field(default_factory=list)
-    links: list[dict] = field(default_factory=list)
-    residuals: list[dict] = field(default_factory=list)
-
-
-def _flush(mem: _Memory, batch: _Batch) -> None:
-    started = time.perf_counter()
-    existing = [c for c in batch.changed if c in mem.persisted]
-    with mem.store.staging.begin() as conn:
-        update_concepts(conn, [mem.concepts[c] for c in existing])
-        insert_concepts(conn, [mem.concepts[c] for c in batch.new_concepts])
-        if batch.evidence:
-            conn.execute(insert(concept_evidence), batch.evidence)
-        if batch.links:
-            conn.execute(
-                update(mentions)
-                .where(mentions.c.mention_id == bindparam("b_mention_id"))
-                .values(consolidated_id=bindparam("b_concept_id")),
-                batch.links,
-            )
-        if batch.residuals:
-            conn.execute(insert(residuals), batch.residuals)
-        log.append(conn, batch.records)
-    mem.persisted.update(batch.new_concepts)
-    mem.report.write_seconds += time.perf_counter() - started
-    mem.report.batches += 1
-
-
-def _decision_record(
-    run_id: str, cand: Candidate, cid: str | None, d: Decision, prior, new, now
-) -> log.ActionRecord:
-    return log.ActionRecord(
-        action=d.action,
-        actor=ACTOR,
-        concept_id=cid,
-        mention_id=cand.mention_id,
-        scores={**d.scores, "reason_code": d.reason_code},
-        rationale=d.rationale,
-        cited_message_ids=[cand.message_id],
-        prior_state=prior,
-        new_state=new,
-        run_id=run_id,
-        recorded_at=now,
-    )
-
-
-def _residual(stage: str, cand: Candidate, d: Decision, now) -> dict:
-    payload = {
-        "title": cand.title,
-        "type": cand.type,
-        "description": cand.description,
-        "confidence": cand.confidence,
-    }
-    return dict(
-        stage=stage,
-        segment_id=cand.segment_id,
-        message_id=cand.message_id,
-        mention_id=cand.mention_id,
-        reason_code=d.reason_code,
-        reason=d.rationale,
-        payload={**payload, "scores": d.scores},
-        recorded_at=now,
-    )
-
-
-def _reject(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, d: Decision, now) -> None:
-    mem.report.actions["reject"] += 1
-    mem.report.reject_reasons[d.reason_code] += 1
-    batch.residuals.append(_residual(STAGE, cand, d, now))
-    batch.records.append(_decision_record(run_id, cand, None, d, None, None, now))
-
-
-def _count_adjudication(mem: _Memory, batch: _Batch, cand: Candidate, d: Decision, now) -> None:
-    answer = d.scores.get("adjudicator")
-    if answer is None:
-        return
-    fault = _ADJUDICATION_FAULTS.get(d.reason_code)
-    mem.report.adjudications[fault or answer["decision"]] += 1
-    if fault:
-        batch.residuals.append(_residual(ADJUDICATION_STAGE, cand, d, now))
-
-
-def _apply(mem: _Memory, batch: _Batch, run_id: str, cand: Candidate, vec: np.ndarray, d: Decision) -> None:
-    now = utcnow()
-    index = mem.index
-    mem.report.reasons[d.reason_code] += 1
-    _count_adjudication(mem, batch, cand, d, now)
-    if d.action == "reject":
-        _reject(mem, batch, run_id, cand, d, now)
-        return
-    if d.action == "create":
-        cid = stable_uuid("concept", mem.store.name, cand.mention_id)
-        patch = create_patch(cid, cand, mem.config.policy, now)
-        concept, spans = concept_from_patch(patch)
-        mem.concepts[cid] = concept
-        if concept.embedding_key != cand.embedding_key:
-            mem.stale.add(cid)  # a canonical title or a usage context: its own key, embedded with the batch
-        mem.index_concept(cid, vec)
-        batch.new_concepts.append(cid)
-        batch.records.append(_decision_record(run_id, cand, cid, d, None, patch, now))
-    else:
-        cid = d.concept_id
-        concept = mem.concepts[cid]
-        prior, patch = evidence_patch(
-            concept,
-            cand,
-            mem.config.policy,
-            now,
-            duplicate=d.duplicate_span,
-            description=d.description if d.action == "refine" else None,
-        )
-        spans = apply_patch(concept, patch)
-        if "aliases" in patch:
-            index.set_names(cid, [concept.title, *concept.aliases])
-        if d.action == "refine":
-            mem.stale.add(cid)
-            mem.report.refined_concepts.add(cid)
-        batch.changed.add(cid)
-        batch.records.append(_decision_record(run_id, cand, cid, d, prior, patch, now))
-    mem.report.actions[d.action] += 1
-    index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
-    mem.people.setdefault(cid, set()).update(mem.participants.get(cand.conversation_id, ()))
-    for span in spans:
-        mem.held_spans.add((cid, span.message_id, span.char_start, span.char_end))
-        mem.best_evidence[cid] = max(mem.best_evidence.get(cid, 0.0), span.confidence)
-        batch.evidence.append(evidence_row(cid, cand.mention_id, span))
-    batch.links.append({"b_mention_id": cand.mention_id, "b_concept_id": cid})
-
-
-def _resolve_relations(mem: _Memory, run_id: str) -> None:
+def _resolve_relations(mem: LoopMemory, run_id: str) -> None:
     """Typed relations the extractor proposed (by target title), once their targets exist as concepts."""
     index = mem.index
     added: dict[str, dict[tuple[str, str], float]] = {}
@@ -393,7 +190,7 @@ def _resolve_relations(mem: _Memory, run_id: str) -> None:
                 cited.setdefault(cid, []).append(message_id)
     if not added:
         return
-    batch = _Batch()
+    batch = Batch()
     now = utcnow()
     for cid in sorted(added):
         concept = mem.concepts[cid]
@@ -427,7 +224,7 @@ def _resolve_relations(mem: _Memory, run_id: str) -> None:
             )
         )
     mem.report.actions["relate"] += len(batch.records)
-    _flush(mem, batch)
+    flush(mem, batch)
 
 
 def consolidate(
@@ -442,45 +239,45 @@ def consolidate(
     config = config or LoopConfig()
     started = time.perf_counter()
     report = LoopReport(run_id=run_id or uuid.uuid4().hex)
-    mem = _Memory(store, embedder, config, report)
+    mem = LoopMemory(store, embedder, config, report)
     mem.load()
     router = Router(config.rules, adjudicator)
     pending = _pending_ids(store)
+    # reflective candidates left unsupported by an earlier run are judged again when new evidence arrives
+    reheld = _held_ids(store) if pending else []
+    pending = _in_time_order(store, pending + reheld)
     report.pending = len(pending)
     rejected_vectors: list[np.ndarray] = []
-    for ids in _chunks(pending, config.batch_size):
+    held: list[tuple[Candidate, np.ndarray]] = []
+    for i, ids in enumerate(_chunks(pending, config.batch_size)):
         cands, texts, live = _load_batch(store, ids)
         vectors = mem.embed([c.embedding_key for c in cands])
         t0 = time.perf_counter()
         presims = mem.index.batch_similarities(vectors)
         report.retrieval_seconds += time.perf_counter() - t0
-        batch = _Batch()
+        batch = Batch(dropped_residuals=reheld if i == 0 else [])
         for cand, vec, row_sims in zip(cands, vectors, presims, strict=True):
             report.processed += 1
-            text = texts.get(cand.message_id)
-            decision = router.screen(cand, text, cand.segment_id in live)
-            if decision is None:
-                if cand.type in NAME_TYPES:
-                    cand = replace(cand, usage=usage_context(text, cand.span_start, cand.span_end))
-                t0 = time.perf_counter()
-                hits = mem.index.retrieve(
-                    vec,
-                    cand.names,
-                    cand.message_created_at,
-                    cand.segment_id,
-                    cand.conversation_id,
-                    presims=row_sims,
-                )
-                views = {h.concept_id: mem.view(h.concept_id, cand) for h in hits}
-                decision = router.route(cand, hits, views)
-                report.retrieval_seconds += time.perf_counter() - t0
+            decision, cand = _decide(
+                mem, router, cand, texts.get(cand.message_id), cand.segment_id in live, vec, row_sims
+            )
+            if decision.action == "create" and cand.type in config.rules.reflective_types:
+                held.append(
+                    (cand, vec)
+                )  # a pattern read into one phrasing: judged on its episodes at the end
+                continue
             if decision.action == "reject":
                 rejected_vectors.append(vec)
-            _apply(mem, batch, report.run_id, cand, vec, decision)
+            cid = apply(mem, batch, report.run_id, cand, vec, decision)
+            if cid is not None:
+                support_broader(mem, batch, report.run_id, cand, vec, cid)
         mem.refresh_vectors()
-        _flush(mem, batch)
+        flush(mem, batch)
         if log_fn:
             log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.concepts)} concepts")
+    rejected_vectors += _decide_held(mem, router, held, report.run_id)
+    if pending:
+        _derive_themes(mem, report.run_id)
     _resolve_relations(mem, report.run_id)
     if rejected_vectors:
         report.residual_novelty = [
@@ -489,3 +286,129 @@ def consolidate(
     report.concepts_after = len(mem.concepts)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _decide(
+    mem: LoopMemory,
+    router: Router,
+    cand: Candidate,
+    text: str | None,
+    live: bool,
+    vec: np.ndarray,
+    row_sims,
+    screen: bool = True,
+) -> tuple[Decision, Candidate]:
+    """Screen (unless screened already), retrieve and route one candidate (a name gets its usage context
+    first)."""
+    decision = router.screen(cand, text, live) if screen else None
+    if decision is not None:
+        return decision, cand
+    if cand.type in NAME_TYPES:
+        cand = replace(cand, usage=usage_context(text, cand.span_start, cand.span_end))
+    t0 = time.perf_counter()
+    hits = mem.index.retrieve(
+        vec,
+        [cand.title, *cand.aliases],
+        cand.message_created_at,
+        cand.segment_id,
+        cand.conversation_id,
+        presims=row_sims,
+    )
+    views = {h.concept_id: mem.view(h.concept_id, cand) for h in hits}
+    decision = router.route(cand, hits, views)
+    mem.report.retrieval_seconds += time.perf_counter() - t0
+    return decision, cand
+
+
+def _decide_held(
+    mem: LoopMemory, router: Router, held: list[tuple[Candidate, np.ndarray]], run_id: str
+) -> list[np.ndarray]:
+    """The reflective candidates of the run, against everything the run learned: a restatement of a pattern
+    that stands now attaches to it; a new one is created when episodes from several conversations support it
+    and no later statement says it stopped (its episodes become its evidence), else it is a residual."""
+    rules = mem.config.rules
+    batch = Batch()
+    rejected = []
+    for cand, vec in held:
+        decision, cand = _decide(mem, router, cand, cand.surface, True, vec, None, screen=False)
+        if decision.action == "create":
+            judgement = judge_pattern(mem.facts, mem.index, mem.concepts, cand, vec, rules)
+            decision = _pattern_decision(judgement, rules, decision.scores)
+        if decision.action == "reject":
+            rejected.append(vec)
+            mem.report.patterns["residual"] += 1
+        cid = apply(mem, batch, run_id, cand, vec, decision)
+        if decision.reason_code == "pattern_supported":
+            mem.report.patterns["created"] += 1
+            for episode in judgement.episodes:
+                evidence = mem.evidence_of.get(episode, [])[:1]
+                for e in evidence:
+                    why = f"an episode of the pattern {mem.concepts[cid].title!r}"
+                    support(mem, batch, run_id, cid, e, mem.concepts[episode].title, "pattern_episode", why)
+    mem.refresh_vectors()
+    flush(mem, batch)
+    return rejected
+
+
+def _pattern_decision(judgement, rules: RouterRules, scores: dict) -> Decision:
+    scores = {**scores, "episodes": judgement.episodes, "conversations": len(judgement.conversations)}
+    if judgement.contradicted_by:
+        return Decision(
+            "reject", None, "reflective_contradicted",
+            f"a later statement of the same subject says it stopped (concept {judgement.contradicted_by})", scores,
+        )  # fmt: skip
+    if judgement.stands(rules.pattern_min_episodes, rules.pattern_min_conversations):
+        return Decision(
+            "create", None, "pattern_supported",
+            f"{len(judgement.episodes)} episodes in {len(judgement.conversations)} conversations support it", scores,
+        )  # fmt: skip
+    return Decision(
+        "reject", None, "reflective_unsupported",
+        f"a pattern needs {rules.pattern_min_episodes} episodes in {rules.pattern_min_conversations} conversations; "
+        f"found {len(judgement.episodes)} in {len(judgement.conversations)}: a single phrasing stays a residual",
+        scores,
+    )  # fmt: skip
+
+
+def _derive_themes(mem: LoopMemory, run_id: str) -> None:
+    """Patterns read off the episodes themselves (`patterns.find_themes`): created once per person and
+    content stem, each episode then supports it; a later run adds the episodes it brings."""
+    rules = mem.config.rules
+    if not rules.derive_themes:
+        return
+    names = {stem for people in mem.participants.values() for who in people for stem in tokenize(who or "")}
+    batch = Batch()
+    for theme in find_themes(mem.facts, mem.index, mem.concepts, rules, names):
+        cid = stable_uuid("theme", mem.store.name, theme.subject.lower(), theme.stem)
+        if cid not in mem.concepts:
+            now = utcnow()
+            first = mem.concepts[theme.episodes[0]].first_seen
+            description = (
+                f"{theme.title}: it comes back in {len(theme.episodes)} statements of several conversations."
+            )
+            patch = theme_patch(cid, theme.title, description, first, mem.config.policy, now)
+            concept, _ = concept_from_patch(patch)
+            mem.concepts[cid] = concept
+            rows = [mem.index.row_of(e) for e in theme.episodes]
+            mem.index_concept(cid, l2_normalise(mem.index.matrix[rows].mean(axis=0, keepdims=True))[0])
+            mem.stale.add(cid)
+            batch.new_concepts.append(cid)
+            batch.records.append(
+                log.ActionRecord(
+                    action="create", actor=ACTOR, concept_id=cid, mention_id=None,
+                    scores={"reason_code": "theme_supported", "episodes": theme.episodes},
+                    rationale=f"{len(theme.episodes)} facts of {theme.subject} in several conversations share "
+                    f"{theme.word!r}, and none after them says it stopped",
+                    cited_message_ids=sorted({mem.evidence_of[e][0][1]["message_id"] for e in theme.episodes}),
+                    prior_state=None, new_state=patch, run_id=run_id, recorded_at=now,
+                )
+            )  # fmt: skip
+            mem.report.actions["create"] += 1
+            mem.report.reasons["theme_supported"] += 1
+            mem.report.patterns["themes"] += 1
+        for episode in theme.episodes:
+            for evidence in mem.evidence_of.get(episode, [])[:1]:
+                why = f"an episode of the theme {theme.title!r}"
+                support(mem, batch, run_id, cid, evidence, mem.concepts[episode].title, "theme_episode", why)
+    mem.refresh_vectors()
+    flush(mem, batch)

@@ -23,6 +23,9 @@ _ACTION_OF = {
     **{code: "refine" for code in REFINE_REASONS},
     "match": "attach",
     "duplicate_span": "attach",
+    "instance_of": "attach",
+    "pattern_episode": "attach",
+    "theme_episode": "attach",
 }
 RULE_ONLY = "none (rule-only)"
 
@@ -42,6 +45,8 @@ class LoopReport:
     # adjudicated candidates by outcome: attach / create / reject (the answer), failed, invalid
     adjudications: Counter = field(default_factory=Counter)
     relations_added: int = 0
+    # reflective candidates held to the run's end: patterns created on their episodes / left as residuals
+    patterns: Counter = field(default_factory=Counter)
     concepts_before: int = 0
     concepts_after: int = 0
     refined_concepts: set[str] = field(default_factory=set)

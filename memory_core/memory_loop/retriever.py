@@ -3,7 +3,8 @@
 Four signals, each in [0, 1], fused by a weighted sum whose components are kept for the ActionLog:
 
 - similarity: cosine between the candidate's key and the concept's key ("{title}: {description}");
-- lexical: 1.0 when a normalised title/alias is shared, else the best token Jaccard of their names;
+- lexical: 1.0 when a title/alias names the same thing (`names.name_keys`: case, punctuation, spacing,
+  alias table, acronyms - "Postgres" = "PostgreSQL"), else the best token Jaccard of their names;
 - graph: 1.0 when the concept already has evidence in the candidate's segment, `conversation_graph` when
   it has evidence in the same conversation, else 0 (the neighbourhood through segments/conversations);
 - temporal: 1.0 inside the concept's [first_seen, last_seen], decaying exponentially with the gap.
@@ -22,7 +23,7 @@ from datetime import datetime
 
 import numpy as np
 
-from memory_core.concepts.names import normalise_name
+from memory_core.concepts.names import matching_keys, name_keys, normalise_name
 
 _STOPWORDS = frozenset(
     "a an and the of to in on for with my our your his her their its at by from is".split()
@@ -71,6 +72,7 @@ class _Entry:
     type: str
     names: list[str]
     tokens: list[frozenset[str]]
+    keys: frozenset[str]
     first_seen: datetime
     last_seen: datetime
     segments: set[str] = field(default_factory=set)
@@ -90,6 +92,7 @@ class ConceptIndex:
         self._stale_rows: set[int] = set()
         self._entries: dict[str, _Entry] = {}
         self._by_name: dict[str, set[str]] = defaultdict(set)
+        self._by_key: dict[str, set[str]] = defaultdict(set)  # canonical name key → concepts
         self._by_segment: dict[str, set[str]] = defaultdict(set)
 
     def __len__(self) -> int:
@@ -125,7 +128,7 @@ class ConceptIndex:
             self._matrix = grown
         self._matrix[row] = vector
         self._ids.append(concept_id)
-        self._entries[concept_id] = _Entry(row, type, [], [], first_seen, last_seen)
+        self._entries[concept_id] = _Entry(row, type, [], [], frozenset(), first_seen, last_seen)
         self.set_names(concept_id, names)
 
     def set_vector(self, concept_id: str, vector: np.ndarray) -> None:
@@ -137,10 +140,15 @@ class ConceptIndex:
         entry = self._entries[concept_id]
         for old in entry.names:
             self._by_name[old].discard(concept_id)
+        for old in entry.keys:
+            self._by_key[old].discard(concept_id)
         entry.names = list(dict.fromkeys(n for n in (normalise_name(x) for x in names) if n))
         entry.tokens = [_tokens(n) for n in entry.names]
+        entry.keys = frozenset(k for x in names for k in name_keys(x))
         for name in entry.names:
             self._by_name[name].add(concept_id)
+        for key in entry.keys:
+            self._by_key[key].add(concept_id)
 
     def touch(self, concept_id: str, seen_at: datetime, segment_id: str, conversation_id: str) -> None:
         """Record a piece of evidence: time bounds and the segment/conversation neighbourhood."""
@@ -155,11 +163,25 @@ class ConceptIndex:
     def type_of(self, concept_id: str) -> str:
         return self._entries[concept_id].type
 
+    def row_of(self, concept_id: str) -> int:
+        """The concept's row of `matrix`."""
+        return self._entries[concept_id].row
+
+    def conversations_of(self, concept_id: str) -> set[str]:
+        """The conversations the concept has evidence in."""
+        return set(self._entries[concept_id].conversations)
+
     def concepts_named(self, name: str) -> set[str]:
         return set(self._by_name.get(normalise_name(name), ()))
 
-    def _lexical(self, names: list[str], tokens: list[frozenset[str]], entry: _Entry) -> float:
-        if any(n in entry.names for n in names):
+    def _lexical(
+        self,
+        names: list[str],
+        tokens: list[frozenset[str]],
+        entry: _Entry,
+        keys: frozenset[str] = frozenset(),
+    ) -> float:
+        if any(n in entry.names for n in names) or keys & entry.keys:
             return 1.0
         best = 0.0
         for a in tokens:
@@ -220,15 +242,18 @@ class ConceptIndex:
             pool = set(self._ids)
         norm_names = [normalise_name(x) for x in names]
         norm_names = [x for x in norm_names if x]
+        wanted = matching_keys(frozenset(k for x in names for k in name_keys(x)))
         for name in norm_names:  # exact title/alias matches always compete, however far in embedding space
             pool |= self._by_name.get(name, set())
+        for key in wanted:  # and so do names of the same thing spelled otherwise ("Postgres" / "PostgreSQL")
+            pool |= self._by_key.get(key, set())
         pool |= self._by_segment.get(segment_id, set())
         tokens = [_tokens(x) for x in norm_names]
         hits = []
         for cid in pool:
             entry = self._entries[cid]
             similarity = max(0.0, float(sims[entry.row]))
-            lexical = self._lexical(norm_names, tokens, entry)
+            lexical = self._lexical(norm_names, tokens, entry, wanted)
             if segment_id in entry.segments:
                 graph = 1.0
             elif entry.conversations.get(conversation_id):

@@ -18,15 +18,21 @@ only ever meets concepts of its own family.
    with it: the extractor told those apart in the very same context.
 3. **Names**: a match when the fused score reaches `attach_score` with cosine ≥ `min_attach_similarity`, or
    when a title/alias is shared exactly with cosine ≥ `alias_attach_similarity`.
+   A shared name is matched by its canonical keys (`names.name_keys`: "Postgres" = "PostgreSQL", "NYC" =
+   "New York City"), unless the two descriptions give it different roles ("Max is Dana's dog" / "Max is
+   Dana's coworker": then the ambiguous band).
    **Facts**: the same fact when cosine ≥ `fact_attach_similarity`, or a shared title with cosine ≥
-   `fact_alias_similarity`; and, when either side is an event, their times are compatible (the dates their
+   `fact_alias_similarity`, or a restatement in other words (same subject, content-stem overlap ≥
+   `fact_restatement_overlap`, cosine ≥ `fact_restatement_similarity`); and, when either side is an event,
+   their times are compatible (the dates their
    descriptions name, else the times they were told, ± `event_window_days`): two support-group visits a
    month apart are two events (`event_time_differs`).
 4. A match is **refine** when the candidate restates the concept better, else **attach**:
    a name's description keeps the best definition seen and up to three usage contexts
    (`summaries.py`: `refine_definition`, `refine_context`); a weak concept takes the description of a
    candidate more confident than any of its evidence by `refine_margin` (`refine_weak`); a fact without a
-   date takes a restatement that dates it (`refine_dated`). The prior state is kept in the log.
+   date takes a restatement that dates it (`refine_dated`); a fact's description grows by a restatement
+   that says more (`refine_grown`, up to `summaries.MAX_RESTATEMENTS`). The prior state is kept in the log.
 5. In the ambiguous band (names: `ambiguous_score` ≤ fused < match; facts: `fact_ambiguous_similarity` ≤
    cosine < match) the adjudicator decides when there is one (the LLM, when one is configured: see
    `adjudication.py`; its attach still goes through the refine/attach rules of 4, an answer naming a
@@ -41,11 +47,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory_core.concepts.names import normalise_name
+from memory_core.lexical import tokenize
 from memory_core.llm.base import LLMConfigurationError
 from memory_core.memory_loop import summaries
 from memory_core.memory_loop.adjudication import Adjudicator, ConceptOption
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.retriever import RetrievalHit
+from memory_core.memory_loop.support import fact_subject, salient_stems, stem_overlap
 from memory_core.memory_loop.valid_time import compatible as times_compatible
 from memory_core.memory_loop.valid_time import described_interval, interval
 from memory_core.ontology.concepts import CONCEPT_TYPES, ConceptHypothesis, type_family
@@ -53,8 +61,9 @@ from memory_core.ontology.titles import title_noise
 
 REJECT_REASONS = ("message_missing", "span_unverified", "segment_superseded", "unknown_type", "low_confidence",
                   "empty_title", "generic_title", "sentence_title", "fragment_title", "boilerplate_title",
-                  "adjudicator_reject")  # fmt: skip
-REFINE_REASONS = ("refine_definition", "refine_context", "refine_weak", "refine_dated")
+                  "subjectless_title", "dangling_title", "vague_title", "adjudicator_reject",
+                  "reflective_unsupported", "reflective_contradicted")  # fmt: skip
+REFINE_REASONS = ("refine_definition", "refine_context", "refine_weak", "refine_dated", "refine_grown")
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,9 @@ class RouterRules:
     # adjudicator tells those apart
     attach_score: float = 0.70
     min_attach_similarity: float = 0.80
-    alias_attach_similarity: float = 0.55
+    # one name (by `names.name_keys`: "Postgres" = "PostgreSQL") in the same people's conversations is one
+    # thing unless the two say it is different things ("Max is Dana's dog" / "Max is Dana's coworker")
+    alias_attach_similarity: float = 0.40
     ambiguous_score: float = 0.60
     # facts - on the offline teacher's LoCoMo facts ("{title}: {restated fact}"), restatements of one fact
     # score 0.88-1.0 ("Jon is starting a dance studio" / "Jon wanna start a dance studio" 0.93), distinct
@@ -73,6 +84,9 @@ class RouterRules:
     fact_attach_similarity: float = 0.88
     fact_alias_similarity: float = 0.80
     fact_ambiguous_similarity: float = 0.80
+    # a restatement in other words: the same subject, mostly the same content stems, and close
+    fact_restatement_overlap: float = 0.6
+    fact_restatement_similarity: float = 0.72
     event_window_days: float = 7.0
     min_confidence: float = 0.25
     min_title_chars: int = 2
@@ -85,6 +99,20 @@ class RouterRules:
         "tension|belief",
         "goal|behavioral_pattern",
     )
+
+    # reflective hypotheses: created only on episodes in several conversations (`support.PatternJudgement`)
+    reflective_types: tuple[str, ...] = ("behavioral_pattern", "tension")
+    pattern_min_episodes: int = 2
+    pattern_min_conversations: int = 2
+    pattern_support_similarity: float = 0.55
+    # themes: patterns read off a person's facts (a content stem in facts of several conversations)
+    derive_themes: bool = True
+    theme_min_episodes: int = 3
+    theme_min_conversations: int = 2
+    theme_max_share: float = 0.15
+    # an instance of a broader goal or habit (same subject, a shared content stem) supports it as evidence
+    instance_types: tuple[str, ...] = ("goal", "behavioral_pattern", "belief")
+    instance_similarity: float = 0.6
 
     def compatible(self, a: str, b: str) -> bool:
         if type_family(a) != type_family(b):
@@ -180,7 +208,8 @@ class Router:
             return self._route_fact(cand, compatible, concepts, scores)
         best = compatible[0]
         strong = best.score >= r.attach_score and best.similarity >= r.min_attach_similarity
-        alias = best.lexical >= 1.0 and best.similarity >= r.alias_attach_similarity
+        conflict = summaries.roles_conflict(cand.description, concepts[best.concept_id].concept.description)
+        alias = best.lexical >= 1.0 and best.similarity >= r.alias_attach_similarity and not conflict
         if strong or alias:
             rule = (
                 f"fused {best.score:.3f} ≥ {r.attach_score} and cosine {best.similarity:.3f} ≥ {r.min_attach_similarity}"
@@ -211,17 +240,10 @@ class Router:
         by_similarity = sorted(compatible, key=lambda h: (-h.similarity, h.concept_id))
         blocked: tuple[RetrievalHit, str] | None = None
         for h in by_similarity:
-            same = h.similarity >= r.fact_attach_similarity or (
-                h.lexical >= 1.0 and h.similarity >= r.fact_alias_similarity
-            )
-            if not same:
-                continue
             target = concepts[h.concept_id]
-            rule = (
-                f"same fact: cosine {h.similarity:.3f} ≥ {r.fact_attach_similarity}"
-                if h.similarity >= r.fact_attach_similarity
-                else f"same fact: shared title and cosine {h.similarity:.3f} ≥ {r.fact_alias_similarity}"
-            )
+            rule = self._same_fact(cand, target.concept, h)
+            if not rule:
+                continue
             if "event" in (cand.type, target.concept.type):
                 clash = self._time_clash(cand, target)
                 if clash:
@@ -259,6 +281,26 @@ class Router:
             f"closest compatible fact at cosine {top.similarity:.3f} < {r.fact_ambiguous_similarity}",
             scores,
         )
+
+    def _same_fact(self, cand: Candidate, concept: ConceptHypothesis, h: RetrievalHit) -> str:
+        """Why the candidate restates the concept's fact ("" when it does not): near-identical, a shared
+        title and close, or the same subject saying mostly the same content in other words."""
+        r = self.rules
+        if h.similarity >= r.fact_attach_similarity:
+            return f"same fact: cosine {h.similarity:.3f} ≥ {r.fact_attach_similarity}"
+        if h.lexical >= 1.0 and h.similarity >= r.fact_alias_similarity:
+            return f"same fact: shared title and cosine {h.similarity:.3f} ≥ {r.fact_alias_similarity}"
+        title = cand.canonical_title
+        if h.similarity >= r.fact_restatement_similarity and fact_subject(title) == fact_subject(
+            concept.title
+        ):
+            overlap = stem_overlap(salient_stems(title), salient_stems(concept.title))
+            if overlap >= r.fact_restatement_overlap:
+                return (
+                    f"restatement: same subject, content overlap {overlap:.2f} ≥ {r.fact_restatement_overlap}, "
+                    f"cosine {h.similarity:.3f} ≥ {r.fact_restatement_similarity}"
+                )
+        return ""
 
     def _time_clash(self, cand: Candidate, target: ConceptView) -> str:
         """Why the candidate's time and the concept's cannot be one event ("" when they can)."""
@@ -321,6 +363,17 @@ class Router:
                 f"{rule}; the candidate dates the fact: description rewritten",
                 scores,
                 description=candidate,
+            )
+        new_words = set(salient_stems(cand.canonical_title)) - set(tokenize(concept.description))
+        grown = summaries.grow_fact(concept.description, candidate, new_words)
+        if grown is not None:
+            return Decision(
+                "refine",
+                concept.concept_id,
+                "refine_grown",
+                f"{rule}; the restatement adds {', '.join(sorted(new_words))}: description grows",
+                scores,
+                description=grown,
             )
         return Decision("attach", concept.concept_id, "match", rule, scores)
 

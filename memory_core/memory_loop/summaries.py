@@ -48,6 +48,24 @@ def definition_rank(names: list[str], description: str) -> int:
     return 1 if _GENERIC.match(description.strip()) else 2
 
 
+_ROLE = re.compile(
+    r"^.{1,60}? is (?:(?:the )?[\w'’ ]{1,30}['’]s |an? |the )((?:[a-z][\w\-]* ){0,2}([a-z][\w\-]*))(?=[.,])"
+)
+
+
+def role_of(description: str) -> str:
+    """The head noun of what a name's definition says it is ("Max is Dana's dog." → "dog"; "" when the
+    definition says nothing: "Max, mentioned by Dana.")."""
+    m = _ROLE.match(split(description)[0])
+    return m.group(2) if m else ""
+
+
+def roles_conflict(a: str, b: str) -> bool:
+    """Two definitions that give one name different roles ("Dana's dog" / "Dana's coworker")."""
+    ra, rb = role_of(a), role_of(b)
+    return bool(ra and rb and ra != rb)
+
+
 def split(description: str) -> tuple[str, list[str]]:
     """(definition, usage contexts) of a name concept's description."""
     head, sep, tail = description.partition(_CONTEXTS)
@@ -121,3 +139,34 @@ def summary(
         contexts = [*contexts, context]
         code = code or "refine_context"
     return compose(definition, contexts), code
+
+
+# ---------------------------------------------------------------------------------------------- facts
+MAX_RESTATEMENTS = 2  # a fact's description keeps its first restatement and up to this many more
+MAX_INSTANCES = 4  # a broader concept's description lists up to this many instances
+_ALSO = " Also: "
+_INSTANCES = " Instances: "
+
+
+def grow_fact(current: str, candidate: str, new_words: set[str]) -> str | None:
+    """A fact's description grown by a restatement that says more (`new_words`: content it adds), or None
+    when it adds nothing or the description holds enough restatements already."""
+    head, _, instances = current.partition(_INSTANCES)
+    if not new_words or head.count(_ALSO) >= MAX_RESTATEMENTS:
+        return None
+    grown = f"{head.rstrip()}{_ALSO}{candidate.strip()}"
+    return grown + (f"{_INSTANCES}{instances}" if instances else "")
+
+
+def with_instance(current: str, instance_title: str) -> str | None:
+    """A broader concept's description listing one more instance ("... Instances: Caroline applied to
+    adoption agencies; ..."), or None when it lists it already or enough of them."""
+    head, sep, tail = current.partition(_INSTANCES)
+    listed = [t.strip() for t in tail.rstrip(". ").split("; ") if t.strip()] if sep else []
+    if len(listed) >= MAX_INSTANCES or normalise_name(instance_title) in {normalise_name(t) for t in listed}:
+        return None
+    listed.append(instance_title.strip())
+    head = head.rstrip()
+    if head and head[-1] not in ".!?":
+        head += "."
+    return f"{head}{_INSTANCES}{'; '.join(listed)}."

@@ -16,9 +16,10 @@ Domain → AnchorEntity → Topic → Concept → Segment → Message.
   ``score(d, c) = type_factor(c) · mass(d, c) · mass(d, c) / mass(c)``: mass(d, c) sums the association
   over the domain's topics, mass(c) over all topics, so the second factor is the concept's share inside
   the domain (a person present everywhere is a weak anchor for any one domain). A concept must be
-  associated with at least `min_anchor_topics` of the domain's topics (fewer when the domain is smaller).
-  Entity and project concepts (`anchor_types`) take the `anchors_per_domain` slots first; other types
-  (score × `other_type_factor`) fill the slots left.
+  evidenced in at least `min_anchor_topics` of the domain's topics (fewer when the domain is smaller): a
+  RELATED_TO link alone does not make an anchor. Anchors are stable named things: entity and project
+  concepts (`anchor_types`) with evidence in at least `min_anchor_support` segments; other types anchor only
+  with a non-zero `other_type_factor` (0 by default: a sentence is no anchor).
 - Each topic BELONGS_TO the anchor of its domain it is most associated with; a topic associated with none
   belongs to the domain's general anchor (``concept_id`` NULL), created only when needed.
 """
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import sparse
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from memory_core.concepts import LIVE_STATES
 from memory_core.embeddings.base import Embedder, l2_normalise
@@ -82,7 +83,9 @@ class DomainsConfig:
     anchors_per_domain: int = 5
     min_anchor_topics: int = 1
     anchor_types: tuple[str, ...] = ("entity", "project")
-    other_type_factor: float = 0.5
+    # anchors are stable named things: other types never anchor, and a name needs this much support
+    other_type_factor: float = 0.0
+    min_anchor_support: int = 2
     label_terms: int = 3
     profile_terms: int = 10
     force: bool = False
@@ -127,12 +130,15 @@ def choose_anchors(
     anchors_per_domain: int,
     min_anchor_topics: int = 1,
     preferred: np.ndarray | None = None,
+    evidence: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[list[AnchorChoice], np.ndarray]:
     """Anchors per domain and, per topic, the index (into the returned list) of the anchor it belongs to.
 
     `assoc_*` are the non-zero entries of the topic × concept association matrix (values in (0, 1]).
     `preferred` marks concepts of the preferred types: they take the anchor slots first, whatever their
-    score; other concepts fill the slots left.
+    score; other concepts fill the slots left. With `evidence` (topic, concept index pairs: the concept has
+    evidence in the topic's segments) a concept must have evidence in `min_anchor_topics` of the domain's
+    topics to anchor it; a RELATED_TO link alone is not enough.
     """
     preferred = np.zeros(len(type_factor), bool) if preferred is None else np.asarray(preferred, bool)
     n_topics, n_concepts = len(domain_of_topic), len(type_factor)
@@ -143,6 +149,13 @@ def choose_anchors(
     )
     mass = (member @ a).toarray()  # domains × concepts
     linked = (member @ (a > 0).astype(np.float64)).toarray()  # topics of the domain associated
+    if evidence is not None:
+        e = sparse.csr_matrix(
+            (np.ones(len(evidence[0])), (evidence[0], evidence[1])), shape=(n_topics, n_concepts)
+        )
+        eligible = (member @ (e > 0).astype(np.float64)).toarray()  # topics of the domain it is evidenced in
+    else:
+        eligible = linked
     total = np.asarray(a.sum(axis=0)).ravel()
     share = np.divide(mass, total[None, :], out=np.zeros_like(mass), where=total[None, :] > 0)
     scores = type_factor[None, :] * mass * share
@@ -151,7 +164,7 @@ def choose_anchors(
     by_domain: dict[int, list[int]] = {}
     for d in range(n_domains):
         needed = min(min_anchor_topics, int(domain_sizes[d]))
-        candidates = np.flatnonzero((scores[d] > 0) & (linked[d] >= needed))
+        candidates = np.flatnonzero((scores[d] > 0) & (eligible[d] >= needed))
         rank = np.lexsort((candidates, -scores[d, candidates], ~preferred[candidates]))
         order = candidates[rank][:anchors_per_domain]
         by_domain[d] = []
@@ -236,13 +249,25 @@ def build_domains(
                 select(cc.c.concept_id, cc.c.title, cc.c.type).where(cc.c.concept_id.in_(concept_ids))
             )
         }
+        # how many segments each concept has evidence in: a name told once is no anchor
+        spread = dict(
+            conn.execute(
+                select(ce.c.concept_id, func.count(func.distinct(ce.c.segment_id)))
+                .where(ce.c.concept_id.in_(concept_ids), ce.c.status == "active")
+                .group_by(ce.c.concept_id)
+            ).all()
+        )
     input_sha = sha256_json(
         [
             embedder.model_name,
             [[t.topic_id, t.label, t.profile] for t in topic_rows],
             [[link.topic_id, link.concept_id, round(link.weight, 3)] for link in links],
             [[e.topic_id, e.concept_id] for e in evidence],
-            [[c, concepts[c].title, concepts[c].type] for c in concept_ids if c in concepts],
+            [
+                [c, concepts[c].title, concepts[c].type, spread.get(c, 0)]
+                for c in concept_ids
+                if c in concepts
+            ],
         ]
     )
     config_dict = {
@@ -275,12 +300,9 @@ def build_domains(
     # anchors
     concept_index = {c: i for i, c in enumerate(concept_ids)}
     topic_index = {t.topic_id: i for i, t in enumerate(topic_rows)}
-    type_factor = np.array(
-        [
-            1.0 if c in concepts and concepts[c].type in config.anchor_types else config.other_type_factor
-            for c in concept_ids
-        ]
-    )
+    stable = np.array([spread.get(c, 0) >= config.min_anchor_support for c in concept_ids], dtype=bool)
+    named = np.array([c in concepts and concepts[c].type in config.anchor_types for c in concept_ids], bool)
+    type_factor = np.where(named & stable, 1.0, np.where(named, 0.0, config.other_type_factor))
     assoc = association(
         len(topic_rows),
         [
@@ -294,13 +316,20 @@ def build_domains(
             if e.topic_id in topic_index
         ],
     )
+    evidenced = [
+        (topic_index[e.topic_id], concept_index[e.concept_id]) for e in evidence if e.topic_id in topic_index
+    ]
     anchors, anchor_of_topic = choose_anchors(
         domain_of_topic,
         *assoc,
         type_factor,
         config.anchors_per_domain,
         config.min_anchor_topics,
-        preferred=np.array([c in concepts and concepts[c].type in config.anchor_types for c in concept_ids]),
+        preferred=named,
+        evidence=(
+            np.array([t for t, _ in evidenced], dtype=np.int64),
+            np.array([c for _, c in evidenced], dtype=np.int64),
+        ),
     )
 
     # descriptions

@@ -13,9 +13,10 @@ are re-ordered by the cosine between each term's embedding and the class centroi
 sits at the centre of the cluster rather than its most frequent peculiarity. Without an embedder the
 c-TF-IDF order stands.
 
-Then the label = the first 3 distinct terms, the profile = the first 10, where a term whose words an earlier
-term already covers is skipped and a bigram nearly as strong as a picked unigram replaces it ("adoption" →
-"adoption agency").
+Then the profile = the first 10 distinct terms, where a term whose words an earlier term already covers, or an
+inflection of one ("paintings" after "painting"), is skipped and a bigram nearly as strong as a picked unigram
+replaces it ("adoption" → "adoption agency"); the label names the topic from the first terms (`topic_name`:
+"Adoption advice and loving home"), it is not a list of tokens.
 """
 
 from __future__ import annotations
@@ -49,13 +50,16 @@ class TermLabel:
 
 
 def name_stop_words(names: Iterable[str]) -> set[str]:
-    """Lower-cased word tokens of speaker/author names."""
+    """Lower-cased word tokens of speaker/author names, and the short forms people call them by ("mel",
+    "caro" for Melanie, Caroline: a prefix of three or four letters)."""
     words: set[str] = set()
     for name in names:
         for token in _NAME_SPLIT.split((name or "").lower()):
             token = _POSSESSIVE.sub(r"\1", token).strip("'-")
             if len(token) > 1:
                 words.add(token)
+            if len(token) >= 5:
+                words |= {token[:3], token[:4]}
     return words
 
 
@@ -120,11 +124,14 @@ def class_tfidf(
 
 
 def distinct_terms(ranked: Sequence[tuple[str, float]], n: int) -> list[str]:
-    """The first `n` distinct terms of a ranked (term, score) list, score = what it was ranked by."""
+    """The first `n` distinct terms of a ranked (term, score) list, score = what it was ranked by. Inflections
+    of a term already picked are the same term ("paintings", "painted" after "painting")."""
     picked: list[tuple[str, float]] = []
     for term, score in ranked:
         if len(picked) >= n:
             break
+        if any(_stems(term) == _stems(t) for t, _ in picked):
+            continue
         words = set(term.split())
         picked_words = [set(t.split()) for t, _ in picked]
         if any(words <= pw for pw in picked_words):
@@ -141,6 +148,24 @@ def distinct_terms(ranked: Sequence[tuple[str, float]], n: int) -> list[str]:
                 continue
         picked.append((term, score))
     return [t for t, _ in picked]
+
+
+def _stems(term: str) -> tuple[str, ...]:
+    from memory_core.lexical import tokenize
+
+    return tuple(tokenize(term)) or (term,)
+
+
+def topic_name(terms: Sequence[str]) -> str:
+    """A name for a topic from its distinctive terms, best first: the strongest phrase, joined by the next
+    term that shares no word with it ("Adoption advice and loving home", "Pottery class and clay"); a lone
+    term when that is all there is. Not a list of tokens."""
+    if not terms:
+        return ""
+    head = terms[0]
+    second = next((t for t in terms[1:] if not set(t.split()) & set(head.split())), "")
+    name = f"{head} and {second}" if second else head
+    return name[:1].upper() + name[1:]
 
 
 def term_labels(
@@ -170,7 +195,7 @@ def term_labels(
     for terms, order in zip(ranked, reranked, strict=True):
         weight = dict(terms)
         chosen = distinct_terms(order, max(label_terms, profile_terms))
-        label = ", ".join(chosen[:label_terms]) or "(no distinctive terms)"
+        label = topic_name(chosen[:label_terms]) or "(no distinctive terms)"
         profile = ", ".join(chosen[:profile_terms])
         keywords = [(t, round(weight[t], 6)) for t in chosen[:profile_terms]]
         labels.append(TermLabel(label=label, profile=profile, keywords=keywords))

@@ -1,0 +1,127 @@
+"""Concept purity (DESIGN §9: evidence homogeneity inside a concept), measured on the evidence itself.
+
+Each piece of evidence is embedded as what it says: a fact's evidence span (the clause that states it), a
+name's sentence around its span (what is said where the name occurs). A concept is pure when its pieces
+are more alike than pieces of evidence picked from elsewhere in the memory:
+
+    purity(c) = mean over ordered pairs (i, j) of c's pieces of  P_k[ cos(e_i, e_k) < cos(e_i, e_j) ]
+
+k ranging over the evidence of other concepts (a sample of at most `reference` pieces, fixed seed; a piece
+with the same message span as e_i does not count: a pattern and its episode share evidence). So 1.0: every
+pair of the concept's pieces is closer than any outside evidence; 0.5: no closer than chance; a concept
+that glued two things together ("Max" the dog and "Max" the coworker) falls towards 0.5 because half its
+pairs are far apart. The figure is a percentile, so it does not depend on the scale of an embedder's
+cosines, and 25 identical mention keys no longer score 1.0 whatever their evidence says.
+Reported over concepts with at least two pieces of evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+from sqlalchemy import select
+
+from memory_core.embeddings.base import Embedder
+from memory_core.ontology.concepts import LIVE_STATES, NAME_TYPES
+from memory_core.store.db import CorpusStore
+from memory_core.store.schema import canonical_concepts, concept_evidence, messages
+
+_CHUNK = 500
+_CONTEXT = 160  # characters each side of a name's span, cut to its sentence
+_SENTENCE_END = re.compile(r"[.!?\n]")
+
+
+def evidence_context(text: str, start: int, end: int, is_name: bool) -> str:
+    """What a piece of evidence says: the span itself for a fact, the sentence around it for a name."""
+    if not is_name:
+        return text[start:end]
+    lo, hi = max(0, start - _CONTEXT), min(len(text), end + _CONTEXT)
+    before = [m.end() for m in _SENTENCE_END.finditer(text, lo, start)]
+    after = _SENTENCE_END.search(text, end, hi)
+    return text[before[-1] if before else lo : after.end() if after else hi].strip()
+
+
+def _evidence(store: CorpusStore) -> list[tuple[str, str, int, int, bool]]:
+    """(concept, message, start, end, is a name) of every active piece of evidence of a live concept."""
+    cc, ce = canonical_concepts.c, concept_evidence.c
+    with store.staging.connect() as conn:
+        rows = conn.execute(
+            select(ce.concept_id, ce.message_id, ce.span_start, ce.span_end, cc.type)
+            .join(canonical_concepts, cc.concept_id == ce.concept_id)
+            .where(cc.state.in_(LIVE_STATES), ce.status == "active")
+            .order_by(ce.concept_id, ce.message_id, ce.span_start)
+        ).all()
+    return [(r.concept_id, r.message_id, r.span_start, r.span_end, r.type in NAME_TYPES) for r in rows]
+
+
+def _texts(store: CorpusStore, message_ids: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with store.source.connect() as conn:
+        for i in range(0, len(message_ids), _CHUNK):
+            chunk = message_ids[i : i + _CHUNK]
+            out.update(
+                conn.execute(
+                    select(messages.c.message_id, messages.c.text).where(messages.c.message_id.in_(chunk))
+                ).all()
+            )
+    return out
+
+
+def purity(
+    store: CorpusStore, embedder: Embedder, threshold: float = 0.70, reference: int = 2000, seed: int = 0
+) -> dict:
+    pieces = _evidence(store)
+    by_concept: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(pieces):
+        by_concept[p[0]].append(i)
+    multi = {c: idx for c, idx in by_concept.items() if len(idx) >= 2}
+    if not multi:
+        return {"purity": 1.0, "purity_min": 1.0, "concepts_scored": 0, "impure_concepts": 0,
+                "purity_by_concept": {}, "measure": "evidence_percentile"}  # fmt: skip
+    texts = _texts(store, sorted({p[1] for p in pieces}))
+    contexts = [evidence_context(texts.get(m, ""), a, b, name) or "(missing)" for _, m, a, b, name in pieces]
+    unique = sorted(set(contexts))
+    position = {t: i for i, t in enumerate(unique)}
+    vectors = np.concatenate([embedder.embed(unique[i : i + 2048]) for i in range(0, len(unique), 2048)])
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    v = vectors[[position[t] for t in contexts]].astype(np.float32)
+    rng = np.random.default_rng(seed)
+    sample = (
+        np.arange(len(pieces))
+        if len(pieces) <= reference
+        else rng.choice(len(pieces), reference, replace=False)
+    )
+    spans = [(p[1], p[2], p[3]) for p in pieces]
+    in_sample: dict[tuple, list[int]] = defaultdict(list)  # span → sample pieces holding it
+    for k in sample.tolist():
+        in_sample[spans[k]].append(k)
+    scores: dict[str, float] = {}
+    for cid, idx in multi.items():
+        mine = set(idx)
+        outside = np.array([k for k in sample.tolist() if k not in mine], dtype=np.int64)
+        if not outside.size:
+            continue
+        column = {k: j for j, k in enumerate(outside.tolist())}
+        within = v[idx] @ v[idx].T  # n × n
+        against = v[idx] @ v[outside].T  # n × outside
+        values = []
+        for a, i in enumerate(idx):
+            keep = np.ones(outside.size, dtype=bool)
+            keep[[column[k] for k in in_sample.get(spans[i], ()) if k in column]] = False
+            ref = np.sort(against[a][keep])
+            if ref.size:
+                row = np.delete(within[a], a)
+                values.extend((np.searchsorted(ref, row, side="left") / ref.size).tolist())
+        if values:
+            scores[cid] = float(np.mean(values))
+    values = np.array(list(scores.values())) if scores else np.array([1.0])
+    return {
+        "purity": round(float(values.mean()), 4),
+        "purity_min": round(float(values.min()), 4),
+        "concepts_scored": len(scores),
+        "impure_concepts": int((values < threshold).sum()) if scores else 0,
+        "purity_by_concept": scores,
+        "measure": "evidence_percentile",
+    }

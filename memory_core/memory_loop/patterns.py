@@ -1,0 +1,221 @@
+"""Broader concepts the memory loop lets facts support: instances of goals and habits, episodes of patterns.
+
+Both read the loop's working memory (`SubjectFacts`: the live fact concepts of each subject with their
+salient stems, conversations and time) and the retriever's concept vectors:
+
+- `instance_target`: a fact that shares its subject and a content stem with a live goal or behavioral
+  pattern, and is close to it (cosine ≥ `RouterRules.instance_similarity`), supports it as evidence
+  ("Caroline applied to adoption agencies" → "Caroline wants to adopt a child").
+- `judge_pattern`: a reflective candidate (a behavioral pattern or tension the extractor read into one
+  phrasing) stands only on episodes — fact concepts of the same subject sharing a content stem, close
+  enough (`pattern_support_similarity`) — from several conversations, and not when a later statement of
+  the subject on the same content says it stopped (DESIGN §8: several supporting episodes, cross-episode
+  evidence, no contradiction with the temporal course). A single lucky phrasing stays a residual.
+- `find_themes`: a pattern no phrasing stated, read off the episodes themselves - a content stem a person's
+  facts share across several conversations ("Melanie often talks about painting"), under the same gate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from memory_core.lexical import tokenize
+from memory_core.memory_loop.candidates import Candidate
+from memory_core.memory_loop.retriever import ConceptIndex
+from memory_core.memory_loop.router import RouterRules
+from memory_core.memory_loop.support import PatternJudgement, ceases, fact_subject, salient_stems, topic_stems
+from memory_core.ontology.concepts import FACT_TYPES, ConceptHypothesis
+
+MAX_EPISODES = 6  # episodes attached to a pattern when it is created
+THEME_PHRASE = " often talks about "
+
+
+@dataclass
+class _Fact:
+    type: str
+    stems: frozenset[str]
+    ceases: bool
+    topics: frozenset[str] = frozenset()  # the stems without the verb's (`support.topic_stems`)
+
+
+@dataclass
+class SubjectFacts:
+    """The live fact concepts of each subject, with what the loop matches instances and episodes on."""
+
+    by_subject: dict[str, dict[str, _Fact]] = field(default_factory=dict)
+
+    def add(self, concept: ConceptHypothesis) -> None:
+        if concept.type not in FACT_TYPES:
+            return
+        facts = self.by_subject.setdefault(fact_subject(concept.title), {})
+        text = f"{concept.title} {concept.description}"
+        facts[concept.concept_id] = _Fact(
+            concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title)
+        )
+
+    def related(self, subject: str, stems: frozenset[str], exclude: str = "") -> list[str]:
+        """Fact concepts of `subject` sharing a content stem with `stems`."""
+        return [
+            cid for cid, f in self.by_subject.get(subject, {}).items() if cid != exclude and f.stems & stems
+        ]
+
+    def fact(self, subject: str, cid: str) -> _Fact:
+        return self.by_subject[subject][cid]
+
+
+def _cosines(index: ConceptIndex, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+    if not ids:
+        return {}
+    rows = [index.row_of(c) for c in ids]
+    return dict(zip(ids, (index.matrix[rows] @ np.asarray(vector, dtype=np.float32)).tolist(), strict=True))
+
+
+def instance_target(
+    facts: SubjectFacts,
+    index: ConceptIndex,
+    cand: Candidate,
+    vector: np.ndarray,
+    own: str,
+    rules: RouterRules,
+) -> tuple[str, float] | None:
+    """(broader concept, cosine) the fact `cand` (now evidence of `own`) supports as an instance, or None."""
+    subject, stems = fact_subject(cand.canonical_title), salient_stems(cand.canonical_title)
+    ids = [
+        c
+        for c in facts.related(subject, stems, exclude=own)
+        if facts.fact(subject, c).type in rules.instance_types and c in index
+    ]
+    sims = _cosines(index, vector, ids)
+    best = max(sims.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    return best if best is not None and best[1] >= rules.instance_similarity else None
+
+
+def judge_pattern(
+    facts: SubjectFacts,
+    index: ConceptIndex,
+    concepts: dict[str, ConceptHypothesis],
+    cand: Candidate,
+    vector: np.ndarray,
+    rules: RouterRules,
+) -> PatternJudgement:
+    """Whether a reflective candidate stands on episodes from several conversations, and is not
+    contradicted by a statement of the same subject on the same content, made after its last episode,
+    that it stopped ("Melanie quit pottery" after "Melanie does pottery every week")."""
+    subject, title = fact_subject(cand.canonical_title), cand.canonical_title
+    judgement = PatternJudgement(conversations={cand.conversation_id})
+    related = [c for c in facts.related(subject, salient_stems(title)) if c in index]
+    sims = _cosines(index, vector, related)
+    close = sorted(
+        (c for c in related if sims[c] >= rules.pattern_support_similarity), key=lambda c: (-sims[c], c)
+    )
+    stopped = [c for c in close if facts.fact(subject, c).ceases]
+    for cid in (c for c in close if c not in stopped):
+        if len(judgement.episodes) < MAX_EPISODES:
+            judgement.episodes.append(cid)
+            judgement.conversations |= index.conversations_of(cid)
+    latest = max(
+        [_naive(cand.message_created_at), *(_naive(concepts[c].last_seen) for c in judgement.episodes)]
+    )
+    if not ceases(f"{title} {cand.description}"):  # a habit told as past ("used to ...") is not contradicted
+        later = [c for c in stopped if _naive(concepts[c].first_seen) > latest]
+        judgement.contradicted_by = later[0] if later else ""
+    return judgement
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=None)
+
+
+@dataclass
+class Theme:
+    """What a subject keeps coming back to: a content stem shared by facts of theirs in several
+    conversations ("painting" in four of Melanie's), with no later statement that it stopped."""
+
+    subject: str  # as the titles write it ("Melanie", "The user")
+    stem: str
+    word: str  # the stem as the subject's facts spell it, an -ing form when there is one
+    episodes: list[str]
+
+    @property
+    def title(self) -> str:
+        return f"{self.subject}{THEME_PHRASE}{self.word}"
+
+
+def find_themes(
+    facts: SubjectFacts,
+    index: ConceptIndex,
+    concepts: dict[str, ConceptHypothesis],
+    rules: RouterRules,
+    excluded_stems: set[str],
+) -> list[Theme]:
+    """Recurring subjects of each person's facts (patterns no single phrasing stated): a stem in at least
+    `theme_min_episodes` facts from `theme_min_conversations` conversations, not in more than
+    `theme_max_share` of the person's facts (that is everything they say), not a participant's name."""
+    themes = []
+    for _subject, by_id in sorted(facts.by_subject.items()):
+        live = [
+            c
+            for c in by_id
+            if c in index
+            and c in concepts
+            and concepts[c].type in FACT_TYPES
+            and THEME_PHRASE not in concepts[c].title
+        ]
+        if len(live) < rules.theme_min_episodes:
+            continue
+        by_stem: dict[str, list[str]] = {}
+        for cid in live:
+            for stem in by_id[cid].topics:
+                by_stem.setdefault(stem, []).append(cid)
+        # a pattern the person stated (and the episodes bore out) already says what it keeps coming back to
+        stated = {st for c in live if concepts[c].type in rules.reflective_types for st in by_id[c].stems}
+        taken: list[set[str]] = []
+        for stem, cids in sorted(by_stem.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            if stem in excluded_stems or stem in stated or len(cids) < rules.theme_min_episodes:
+                continue
+            if any(len(set(cids) & t) >= 0.8 * len(cids) for t in taken):
+                continue  # "health" after "mental": the same facts, one theme
+            if len(cids) > max(rules.theme_min_episodes, rules.theme_max_share * len(live)):
+                continue
+            conversations = set().union(*(index.conversations_of(c) for c in cids))
+            if len(conversations) < rules.theme_min_conversations or _stopped(by_id, concepts, cids):
+                continue
+            taken.append(set(cids))
+            ordered = sorted(cids, key=lambda c: (concepts[c].first_seen, c))
+            themes.append(
+                Theme(
+                    _written_subject(concepts[ordered[0]].title),
+                    stem,
+                    _spelling(stem, concepts, ordered),
+                    ordered,
+                )
+            )
+    return themes
+
+
+def _stopped(by_id: dict[str, _Fact], concepts: dict[str, ConceptHypothesis], cids: list[str]) -> bool:
+    """The latest statement on the stem says it stopped ("Melanie quit pottery")."""
+    latest = max(cids, key=lambda c: (_naive(concepts[c].last_seen), c))
+    return by_id[latest].ceases
+
+
+def _written_subject(title: str) -> str:
+    words = title.split()
+    head = " ".join(words[:2]) if words[:2] and words[0].lower() == "the" else words[0]
+    return re.sub(r"['’]s$", "", head)
+
+
+def _spelling(stem: str, concepts: dict[str, ConceptHypothesis], cids: list[str]) -> str:
+    spellings: dict[str, int] = {}
+    for cid in cids:
+        for word in re.findall(r"[A-Za-z][\w'-]*", concepts[cid].title):
+            if tokenize(word) == [stem]:
+                spellings[word.lower() if not word.isupper() else word] = spellings.get(word, 0) + 1
+    if not spellings:
+        return stem
+    ing = [w for w in spellings if w.endswith("ing")]
+    return max(ing or spellings, key=lambda w: (spellings[w], -len(w), w))
