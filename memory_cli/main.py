@@ -11,6 +11,7 @@ import warnings
 
 import click
 
+from memory_cli.ask_cmd import ask_command
 from memory_cli.eval_cmd import eval_group
 from memory_core import settings
 from memory_core.errors import MemoryOSError
@@ -484,6 +485,7 @@ def demo(ctx, name) -> None:
 
 
 cli.add_command(eval_group)
+cli.add_command(ask_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -63,12 +63,15 @@ def rank(
     roles: tuple[str, ...] | None = None,
     psychological_access: bool = False,
     settings: RetrievalSettings | None = None,
+    since: datetime | None = None,
 ) -> MemoryAnswer:
     """The k best evidence messages of `reader`'s corpus for `question`, as memory stood at `as_of`, of the
-    given `roles` only; no scoping (that is `memory_query.scoping`'s layer)."""
+    given `roles` only, written at `since` or later when given; no scoping (that is
+    `memory_query.scoping`'s layer)."""
     laps = Laps()
     settings = settings or RetrievalSettings()
-    state = QueryState(reader, question, settings, visible_messages(reader.messages(), as_of, roles))
+    visible = visible_messages(reader.messages(), as_of, roles, since)
+    state = QueryState(reader, question, settings, visible)
     run_paths(state, laps)
     answer = assemble(state, strongest(state.fused, k), as_of, psychological_access)
     laps.lap("assemble")
