@@ -63,7 +63,7 @@ def test_eval_qa_agent_method_answers_through_the_llm_driver(home, tmp_path, mon
     stores = {h.haystack_id: build(h).store for h in haystacks}
 
     def script(body: dict):
-        if body.get("response_format"):
+        if body.get("response_format") or body.get("tools"):
             return 200, _agent_answer(body)
         text = "\n".join(m["content"] for m in body["messages"])
         response = text.split("Model response:")[1]
@@ -77,7 +77,9 @@ def test_eval_qa_agent_method_answers_through_the_llm_driver(home, tmp_path, mon
             "longmemeval", haystacks, answerer, ChatModel.from_environment("judge-m"), tmp_path / "qa"
         )
         roles = [
-            r["response_format"]["json_schema"]["name"] for r in server.requests if r.get("response_format")
+            "ScoutOut" if r.get("tools") else r["response_format"]["json_schema"]["name"]
+            for r in server.requests
+            if r.get("response_format") or r.get("tools")
         ]
     hypotheses = {h["question_id"]: h["hypothesis"] for h in map(json.loads, (tmp_path / "qa" / "hypotheses.jsonl").read_text().splitlines())}  # fmt: skip
     assert hypotheses == {"q_multi": "Rufus is travelling to Denver.", "q_multi_abs": "Memory holds no evidence that answers this."}  # fmt: skip
@@ -108,7 +110,8 @@ def test_eval_qa_agent_method_without_a_key_is_one_clear_error(home, tmp_path, m
 def _agent_answer(body: dict) -> str:
     """The agent's roles, scripted: a lookup plan, one search, the submission of what it found, a cited answer
     (or an abstention for the cat)."""
-    name = body["response_format"]["json_schema"]["name"]
+    # this server has no tool calls: it answers the Scout's tool request with the ScoutOut JSON as text
+    name = "ScoutOut" if body.get("tools") else body["response_format"]["json_schema"]["name"]
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     if name == "PlanOut":
         return json.dumps(

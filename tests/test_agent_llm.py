@@ -38,25 +38,39 @@ def corpus(built_demo, tmp_path):
 
 
 def role_of(request: dict) -> str:
+    """The role a request is for: the Scout calls tools where the endpoint has them."""
+    if request.get("tools"):
+        return "ScoutOut"
     return request["response_format"]["json_schema"]["name"]
+
+
+def as_tool_call(request: dict, answer: dict) -> Reply:
+    """A scripted ScoutOut as the endpoint's tool call (only the called tool's arguments)."""
+    function = next(t["function"] for t in request["tools"] if t["function"]["name"] == answer["tool"])
+    return Reply(tool_call=(answer["tool"], {k: answer[k] for k in function["parameters"]["properties"]}))
 
 
 class Script:
     """Per role, the answers in order (the last one repeats); each a dict or a function of the request."""
 
     def __init__(self, server, **roles):
+        self.server = server
         self.roles = {name: list(answers) for name, answers in roles.items()}
         self.calls: dict[str, int] = {}
         server.rules.append((lambda req: role_of(req) in self.roles, self.reply))
 
     def reply(self, request: dict) -> Reply:
+        if request.get("tools") and not self.server.tools_supported:
+            return Reply()  # the server refuses it before any answer is used
         name = role_of(request)
         n = self.calls.get(name, 0)
         self.calls[name] = n + 1
         answers = self.roles[name]
         answer = answers[min(n, len(answers) - 1)]
         answer = answer(request) if callable(answer) else answer
-        return answer if isinstance(answer, Reply) else Reply(content=json.dumps(answer))
+        if isinstance(answer, Reply):
+            return answer
+        return as_tool_call(request, answer) if request.get("tools") else Reply(content=json.dumps(answer))
 
 
 def user_text(request: dict) -> str:
@@ -175,9 +189,13 @@ def test_llm_driver_answers_a_comparison_and_the_uncited_sentence_never_reaches_
     known = {e.citation for e in answer.evidence}
     assert check_citations(answer.answer, known).valid and answer.answer.count("[Source:") == 2
     assert not answer.abstained and answer.plan.intent == "comparison" and answer.driver == "llm"
-    # every role went through the strict client; the Scout's second prompt knows the first call
-    assert all(r["response_format"]["json_schema"]["strict"] for r in chat_server.requests)
+    # every role went through the strict client, the Scout by strict tool calls; its second prompt knows the
+    # first call
     scouts = [r for r in chat_server.requests if role_of(r) == "ScoutOut"]
+    assert all(r["tool_choice"] == "required" and "response_format" not in r for r in scouts)
+    assert {t["function"]["name"] for t in scouts[0]["tools"]} == {"smart_search", "lens", "explore_node", "read_source_message", "submit_evidence"}  # fmt: skip
+    others = [r for r in chat_server.requests if r not in scouts]
+    assert all(r["response_format"]["json_schema"]["strict"] for r in others)
     assert "signed up Lisbon half marathon" in user_text(scouts[1]).split("Calls made so far")[1]
     # costed: one llm_calls row per call, tokens in the steps
     with home.corpus(name).staging.connect() as conn:
@@ -272,3 +290,24 @@ def test_a_failing_call_is_decided_by_the_rules(chat_server, corpus):
     assert synth.role == "synthesizer" and "LLM call error" in synth.note and "offline rules" in synth.note
     assert not answer.abstained and "came first" in answer.answer  # the extractive Synthesizer answered
     assert answer.plan.intent == "comparison" and answer.plan.notes == ["two events to date apart"]
+
+
+def test_an_endpoint_without_tool_calls_gets_the_strict_response_format(chat_server, corpus):
+    home, name, pool = corpus
+    chat_server.tools_supported = False
+    Script(chat_server, PlanOut=[PLAN], ScoutOut=SEARCH_BOTH, SynthesisOut=[{"reasoning": "", "answer": "", "abstain": True, "gaps": []}])  # fmt: skip
+    answer = ask(QUESTION, name, as_of=ASKED, driver=driver_for(chat_server, home), pool=pool)
+    scouts = [
+        r
+        for r in chat_server.requests
+        if "tools" in r or r["response_format"]["json_schema"]["name"] == "ScoutOut"
+    ]
+    assert "tools" in scouts[0] and all(
+        "tools" not in r for r in scouts[1:]
+    )  # refused once, then never again
+    assert [r["response_format"]["json_schema"]["name"] for r in scouts[1:]] == ["ScoutOut"] * 3
+    assert [s.tool for s in answer.steps if s.role == "scout"] == [
+        "smart_search",
+        "smart_search",
+        "submit_evidence",
+    ]

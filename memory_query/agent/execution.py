@@ -103,6 +103,9 @@ class Observer:
             if meta is None:
                 continue
             conv, when = meta
+            grounded = bool(wanted & set(tokenize(snippet)))
+            # a walked neighbour follows the message it was reached from, when it holds the question's words
+            walked = base.rank + (0.5 if grounded else 1000) if base is not None else rank
             out.append(
                 Candidate(
                     message_id=mid,
@@ -113,8 +116,8 @@ class Observer:
                     paths=paths,
                     sub=base.sub if base is not None else action.sub,
                     strategy=base.strategy if base is not None else action.label,
-                    rank=base.rank + 0.5 if base is not None else rank,
-                    grounded=bool(wanted & set(tokenize(snippet))),
+                    rank=walked,
+                    grounded=grounded,
                     how=how if how not in ("", "lens") else "",
                 )
             )

@@ -2,8 +2,9 @@
 required, `extra="forbid"`, empty means "" or []).
 
 - Planner: `planner_request` → `PlanOut` (intent, sub-questions, time range, order, measure, event anchor);
-- Scout: `scout_request` → `ScoutOut` (its reasoning and the next tool call, one flat model whose unused
-  arguments are empty, so it is valid on any endpoint with strict structured outputs);
+- Scout: `scout_request` → `ScoutOut` (its reasoning and the next tool call): the endpoint's own tool calls
+  where it has them (one strict function per agent tool), else one flat strict model whose unused arguments
+  are empty, valid on any endpoint with strict structured outputs;
 - Synthesizer: `synthesizer_request` → `SynthesisOut` (an explicit reasoning field, the cited answer, an
   abstention flag and what the evidence does not say).
 """
@@ -44,7 +45,62 @@ class PlanOut(StrictBase):
     anchor_relation: Literal["before", "after", "since", "until", ""]
 
 
+class SmartSearchCall(StrictBase):
+    """Messages matching a query, best first; in_time_range: only inside the plan's time range."""
+
+    reasoning: str
+    sub_question: str  # the label of the sub-question this call serves
+    query: str
+    in_time_range: bool
+
+
+class LensCall(StrictBase):
+    """Follow relation paths from a node, e.g. a concept's evidence ["Concept>Message"], a topic's
+    ["Topic>Segment>Message"]."""
+
+    reasoning: str
+    sub_question: str
+    node_id: str
+    paths: list[str]
+
+
+class ExploreNodeCall(StrictBase):
+    """A node's summary and its neighbours per relation."""
+
+    reasoning: str
+    sub_question: str
+    node_id: str
+
+
+class ReadSourceMessageCall(StrictBase):
+    """A message's full text and the messages before and after it (NEXT)."""
+
+    reasoning: str
+    sub_question: str
+    message_id: str
+
+
+class SubmitEvidenceCall(StrictBase):
+    """The exit: the message ids that answer, best first, and what they support."""
+
+    reasoning: str
+    message_ids: list[str]
+    claim: str
+
+
+SCOUT_TOOL_CALLS: tuple[tuple[str, type[StrictBase]], ...] = (
+    ("smart_search", SmartSearchCall),
+    ("lens", LensCall),
+    ("explore_node", ExploreNodeCall),
+    ("read_source_message", ReadSourceMessageCall),
+    ("submit_evidence", SubmitEvidenceCall),
+)
+
+
 class ScoutOut(StrictBase):
+    """The Scout's next call: as a strict response (one flat model, unused arguments empty) on any endpoint,
+    or built from the endpoint's own tool call where it has them (`from_tool_call`)."""
+
     reasoning: str
     tool: Literal["smart_search", "lens", "explore_node", "read_source_message", "submit_evidence"]
     sub_question: str  # the label of the sub-question this call serves
@@ -55,6 +111,21 @@ class ScoutOut(StrictBase):
     message_id: str  # read_source_message
     message_ids: list[str]  # submit_evidence, best first
     claim: str  # submit_evidence: what the evidence supports
+
+    @classmethod
+    def from_tool_call(cls, name: str, arguments: StrictBase) -> ScoutOut:
+        empty = {
+            "reasoning": "",
+            "sub_question": "",
+            "query": "",
+            "in_time_range": False,
+            "node_id": "",
+            "paths": [],
+            "message_id": "",
+            "message_ids": [],
+            "claim": "",
+        }
+        return cls(tool=name, **{**empty, **arguments.model_dump()})
 
 
 class SynthesisOut(StrictBase):
@@ -146,7 +217,7 @@ def scout_request(state: AgentState) -> StructuredRequest[ScoutOut]:
             + (" — this is the last one: call submit_evidence now." if state.must_submit else ""),
         ]
     )
-    return StructuredRequest("agent.scout/v1", _SCOUT, user, ScoutOut)
+    return StructuredRequest("agent.scout/v1", _SCOUT, user, ScoutOut, tools=SCOUT_TOOL_CALLS)
 
 
 def synthesizer_request(

@@ -35,7 +35,9 @@ def submission(state: AgentState, max_evidence: int, cut_short: bool = False) ->
     ranked = compose(state.candidates, plan.intent, len(plan.subs))
     ids = [c.message_id for c in ranked[:max_evidence]]
     claim = "evidence for: " + "; ".join(f"{s.label}: {s.text}" for s in plan.subs)
-    return ScoutAction("submit_evidence", {"message_ids": ids, "claim": claim}, 0, "submit", cut_short=cut_short)
+    return ScoutAction(
+        "submit_evidence", {"message_ids": ids, "claim": claim}, 0, "submit", cut_short=cut_short
+    )
 
 
 class OfflineScout:
