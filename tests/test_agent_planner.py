@@ -137,3 +137,24 @@ def test_composition_keeps_both_parts_and_spreads_a_count_over_sessions():
     # a count: the best candidate of each conversation before the second of any
     found = [_candidate("x1", "s1", 0, 1), _candidate("x2", "s1", 0, 2), _candidate("y1", "s2", 0, 3)]
     assert [c.message_id for c in compose(found, "count", 1)] == ["x1", "y1", "x2"]
+
+
+def _evidence(author: str, text: str, when: datetime, sub: int = 0):
+    from memory_query.agent.findings import Evidence, best_sentence
+    from memory_query.agent.planner import content_tokens
+
+    start, end, match = best_sentence(text, set(content_tokens("What did Caroline paint at the lake?")))
+    return Evidence(f"m-{author}-{when:%m%d}", "c1", "S1", "D1:1", author, "user", when, text, start, end, match, sub, "main", "search")  # fmt: skip
+
+
+def test_the_extractive_synthesizer_answers_about_the_person_asked_and_abstains_otherwise():
+    from memory_query.agent.synthesizer import OfflineSynthesizer
+
+    plan = make_plan("What did Caroline paint at the lake?", ASKED)
+    plan.participants = frozenset({"caroline", "melanie"})
+    melanie = _evidence("Melanie", "I painted a sunset at the lake last week.", datetime(2023, 5, 20))
+    caroline = _evidence("Caroline", "Yesterday I painted the lake at dawn.", datetime(2023, 5, 10))
+    draft = OfflineSynthesizer().synthesize(plan, [melanie, caroline])
+    assert not draft.abstained and caroline.citation in draft.answer and melanie.citation not in draft.answer
+    draft = OfflineSynthesizer().synthesize(plan, [melanie])  # only what Melanie said of herself
+    assert draft.abstained and draft.gaps

@@ -130,6 +130,7 @@ class AgentLoop:
     def _plan(self, question: str, asked_at: datetime, spend: Spend) -> AgentState:
         t0 = time.perf_counter()
         call = self.driver.plan(question, asked_at)
+        call.value.participants = frozenset(self.reader.speakers())
         self._account(call, "planner")
         spend.add(
             "planner", "plan", {"question": question, "asked_at": asked_at.isoformat()}, [],

@@ -61,6 +61,8 @@ class Plan:
     measure: str | None = None
     #: a comparison's direction: "first" (earliest wins) or "last"
     order: str | None = None
+    #: the corpus's named participants (first names, lower case; not role-like authors such as "user")
+    participants: frozenset[str] = frozenset()
     entry_concepts: list[dict] = field(default_factory=list)  # {"id", "title"} the searches reached
     entry_topics: list[dict] = field(default_factory=list)  # {"id", "label"}
     tried: list[tuple[Strategy, str]] = field(default_factory=list)  # (strategy, "ok" | "failed" | …)
