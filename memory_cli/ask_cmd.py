@@ -5,19 +5,10 @@ of the answer object. The offline driver unless an LLM is configured (`--driver`
 from __future__ import annotations
 
 import json
-from datetime import datetime
 
 import click
 
 DRIVERS = click.Choice(["auto", "offline", "llm"])
-
-
-def _as_of(text: str | None) -> datetime | None:
-    """An ISO date or time; a bare date means the end of that day (what memory held by then)."""
-    if not text:
-        return None
-    when = datetime.fromisoformat(text)
-    return when.replace(hour=23, minute=59, second=59) if len(text) <= 10 else when
 
 
 def _driver(kind: str, home, model: str | None):
@@ -83,6 +74,7 @@ def ask_command(ctx, name, question, as_of, driver, model, max_steps, as_json) -
     """Ask corpus NAME: the Planner → Scout → Synthesizer loop answers from cited evidence, or says it cannot."""
     from memory_core.corpora import registered_source
     from memory_query.agent import AgentBudget
+    from memory_query.agent.timeframe import as_of_from_text
     from memory_query.api import ask
 
     home = ctx.obj["home"]
@@ -90,7 +82,7 @@ def ask_command(ctx, name, question, as_of, driver, model, max_steps, as_json) -
     answer = ask(
         question,
         name,
-        as_of=_as_of(as_of),
+        as_of=as_of_from_text(as_of),
         driver=_driver(driver, home, model),
         budget=AgentBudget(max_steps=max_steps),
         home=home,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 from memory_query.agent import AgentBudget, AgentDriver, OfflineDriver
+from memory_query.agent.timeframe import as_of_from_text
 from memory_query.api import ask, query_memory
 from memory_query.evidence import check_citations
 from memory_query.pool import ReaderPool
@@ -173,7 +174,7 @@ class MemoryServer:
         answer = ask(
             question,
             corpus,
-            as_of=datetime.fromisoformat(as_of) if as_of else None,
+            as_of=as_of_from_text(as_of),
             scope=self.scope(corpus),
             driver=self.agent_driver,
             budget=AgentBudget(max_steps=max_steps),
@@ -248,7 +249,8 @@ def build_server(memory: MemoryServer):
     ) -> AskMemoryResult:
         """A question answered by the Planner > Scout > Synthesizer loop: an answer whose every sentence cites
         the evidence it rests on (or an abstention), the evidence, and every step taken. `as_of` (ISO date)
-        is the question's date: memory as it stood then, relative time words read against it."""
+        is the question's date (a bare date: its end): memory as it stood then, relative time words read
+        against it."""
         return memory.ask(corpus, question, as_of, max(3, min(max_steps, 12)))
 
     @tool()

@@ -186,6 +186,6 @@ def test_mcp_ask_memory_through_the_sdk_client(demo):
     assert "April 21" in data["answer"] and not data["abstained"]
     cited = [e for e in data["evidence"] if e["cite"] in data["answer"]]
     assert cited and cited[0]["source_ref"] and "April 21" in cited[0]["quote"]
-    assert all(e["time"] <= "2024-04-01" for e in data["evidence"])  # as_of: nothing written later
+    assert all(e["time"] < "2024-04-02" for e in data["evidence"])  # as_of: nothing written later
     assert [s["role"] for s in data["steps"]][0] == "planner" and data["driver"] == "offline"
     assert unknown.is_error and "unknown corpus" in unknown.content[0].text

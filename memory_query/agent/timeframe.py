@@ -197,6 +197,14 @@ _ANCHOR = re.compile(
 )
 
 
+def as_of_from_text(text: str | None) -> datetime | None:
+    """A question's date from an ISO date or time; a bare date is the end of that day (all it holds)."""
+    if not text:
+        return None
+    when = datetime.fromisoformat(text.strip()).replace(tzinfo=None)
+    return _end_of(when) if len(text.strip()) <= 10 else when
+
+
 def find_time_range(question: str, asked_at: datetime) -> TimeRange | None:
     """The range the question's own words set relative to `asked_at` (the first expression found), or None."""
     for pattern, kind in _PATTERNS:
