@@ -64,14 +64,17 @@ def ask(
     settings: RetrievalSettings | None = None,
     pool: ReaderPool | None = None,
     trace: bool = True,
+    **view,
 ) -> AgentAnswer:
     """`question` answered from `corpus` as memory stood at `as_of` (default: now; relative time words are
     read against it) by the agent loop: `driver` decides (default the offline driver; `LLMDriver` for an
     OpenAI-compatible model), `budget` caps steps and tokens, `scope` limits the sessions every tool call
-    may see. The answer carries its cited evidence, the plan and every step; with `trace` the steps are
-    also appended to the corpus's agent trace."""
+    may see; further keyword arguments (`view`) go to every search the Scout makes (the read side's view
+    options, e.g. the revision layer's `believed_at` once it has one). The answer carries its cited
+    evidence, the plan and every step; with `trace` the steps are also appended to the corpus's agent
+    trace."""
     with reading(corpus, home, pool) as reader:
         tools = ScopedTools(
             MemoryTools(reader, settings=settings, trace=False), scope or Scope(reader.store.name)
         )
-        return AgentLoop(driver or OfflineDriver(), tools, budget, trace).run(question, as_of=as_of)
+        return AgentLoop(driver or OfflineDriver(), tools, budget, trace).run(question, as_of=as_of, **view)

@@ -77,6 +77,10 @@ class AgentState:
     observations: list[Observation] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     must_submit: bool = False  # the last Scout step: submit what was found
+    as_of: datetime | None = None  # memory as it stood then (every search is bounded by it)
+    #: further keyword arguments of the read side's view, passed to every search (the revision layer's
+    #: `believed_at` / current-facts view joins here without the loop changing)
+    view: dict = field(default_factory=dict)
 
     def seen(self, message_id: str) -> bool:
         return any(c.message_id == message_id for c in self.candidates)

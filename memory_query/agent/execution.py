@@ -25,15 +25,17 @@ def _when(value) -> datetime | None:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
-def execute(tools: ScopedTools, action: ScoutAction, as_of: datetime | None) -> dict:
-    """Run one non-submit tool call; raises `ToolError` for a call the Scout must change."""
+def execute(
+    tools: ScopedTools, action: ScoutAction, as_of: datetime | None, view: dict | None = None
+) -> dict:
+    """Run one non-submit tool call (a search bounded by `as_of` and given the read `view`'s options);
+    raises `ToolError` for a call the Scout must change."""
     a = action.arguments
     if action.tool == "smart_search":
         until, since = _when(a.get("until")), _when(a.get("since"))
         bound = min(t for t in (as_of, until) if t is not None) if (as_of or until) else None
-        return tools.smart_search(
-            str(a.get("query", "")), int(a.get("k") or DEFAULT_K), as_of=bound, since=since
-        )
+        query, k = str(a.get("query", "")), int(a.get("k") or DEFAULT_K)
+        return tools.smart_search(query, k, as_of=bound, since=since, **(view or {}))
     if action.tool == "lens":
         return tools.lens(str(a["node_id"]), list(a.get("paths") or []) or None, a.get("max_ids") or None)
     if action.tool == "explore_node":

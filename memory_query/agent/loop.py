@@ -89,12 +89,15 @@ class AgentLoop:
     def reader(self):
         return self.tools.tools.reader
 
-    def run(self, question: str, *, as_of: datetime | None = None) -> AgentAnswer:
+    def run(self, question: str, *, as_of: datetime | None = None, **view) -> AgentAnswer:
+        """`question` as memory stood at `as_of` (its date: default now); `view`: further keyword options of
+        every search (see `AgentState.view`)."""
         started = time.perf_counter()
         asked_at = as_of or utcnow()
         spend = Spend(self.budget)
         state = self._plan(question, asked_at, spend)
-        accepted, stopped_by = self._search(state, as_of)
+        state.as_of, state.view = as_of, view
+        accepted, stopped_by = self._search(state)
         evidence, concepts = self._evidence(state, accepted)
         draft, dropped = self._synthesize(state, evidence, concepts)
         seen = [c.message_id for c in compose(state.candidates, state.plan.intent, len(state.plan.subs))]
@@ -139,7 +142,7 @@ class AgentLoop:
         return AgentState(question, asked_at, call.value, spend)
 
     # ------------------------------------------------------------------------------------ Scout
-    def _search(self, state: AgentState, as_of: datetime | None) -> tuple[list[str], str | None]:
+    def _search(self, state: AgentState) -> tuple[list[str], str | None]:
         """Scout steps until the submission; (accepted message ids, the cap that forced it or None)."""
         spend = state.spend
         while True:
@@ -159,11 +162,9 @@ class AgentLoop:
             if action.tool == "submit_evidence":
                 forced = forced or ("steps" if action.cut_short else None)
                 return self._submit(state, action, usage, t0, forced), forced
-            self._step(state, action, usage, t0, as_of)
+            self._step(state, action, usage, t0)
 
-    def _step(
-        self, state: AgentState, action: ScoutAction, usage: dict, t0: float, as_of: datetime | None
-    ) -> None:
+    def _step(self, state: AgentState, action: ScoutAction, usage: dict, t0: float) -> None:
         plan, strategy = state.plan, strategy_of(action)
         if plan.was_tried(strategy):
             outcome = next(o for s, o in plan.tried if s.key == strategy.key)
@@ -174,8 +175,8 @@ class AgentLoop:
             )
             return
         try:
-            result = execute(self.tools, action, as_of)
-        except (ToolError, KeyError, ValueError, TypeError) as exc:
+            result = execute(self.tools, action, state.as_of, state.view)
+        except (ToolError, KeyError, ValueError) as exc:  # a call the Scout must change
             plan.record(strategy, "error")
             note = f"error: {exc}"
             state.observations.append(Observation(action, "error", note))
