@@ -63,9 +63,11 @@ def test_a_comparison_keeps_both_parts_and_orders_them(demo, pool):
         pool=pool,
     )
     signed, switched = message(demo, "I signed up for the Lisbon"), message(demo, "Update on Kestrel")
-    assert answer.plan.intent == "comparison" and len(answer.plan.subs) == 2
+    assert answer.plan.intent == "comparison" and len(answer.plan.parts) == 2
     searches = [s for s in answer.steps if s.tool == "smart_search"]
-    assert [s.arguments["query"] for s in searches] == [p.text for p in answer.plan.subs]  # searched apart
+    # the parts searched apart, then the whole question
+    assert [s.arguments["query"] for s in searches] == [p.text for p in answer.plan.subs]
+    assert searches[-1].arguments["query"] == answer.question
     assert {signed, switched} <= set(answer.ranked_message_ids[:2])  # both kept at the top
     _valid(answer)
     first = answer.answer.split(" came first")[0]

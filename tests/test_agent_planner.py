@@ -48,15 +48,16 @@ ASKED = datetime(2023, 5, 30, 22, 10)  # a Tuesday
 def test_comparisons_are_split_into_parts(question, parts, order, measure):
     plan = make_plan(question, ASKED)
     assert plan.intent == "comparison"
-    assert [s.text for s in plan.subs] == parts and [s.label for s in plan.subs] == ["A", "B"]
+    assert [s.text for _, s in plan.parts] == parts and [s.label for _, s in plan.parts] == ["A", "B"]
+    assert plan.subs[-1].label == "whole question" and not plan.subs[-1].answered  # searched for context
     assert plan.order == order and plan.measure == measure
 
 
 def test_a_part_too_short_to_search_alone_borrows_the_question_words():
     plan = make_plan("Which vehicle did I take care of first in February, the bike or the car?", ASKED)
     assert plan.intent == "comparison"
-    assert [s.text.split()[0] for s in plan.subs] == ["bike", "car"]
-    assert all("vehicle" in s.text for s in plan.subs)
+    assert [s.text.split()[0] for _, s in plan.parts] == ["bike", "car"]
+    assert all("vehicle" in s.text for _, s in plan.parts)
     assert plan.time_range.start == datetime(2023, 2, 1)  # "in February" asked in May: this year's
 
 

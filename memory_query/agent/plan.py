@@ -21,7 +21,10 @@ INTENTS = ("lookup", "comparison", "count", "multi_part")
 @dataclass
 class SubQuestion:
     text: str  # what the Scout searches for
-    label: str  # "main", "A", "B", "part 2", "anchor"
+    label: str  # "main", "A", "B", "part 2", "whole question"
+    #: the answer is about it (False: searched for context only — a comparison's whole question, whose words
+    #: together find what a part's words alone may miss)
+    answered: bool = True
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,11 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the Planner concluded along the way
 
     @property
+    def parts(self) -> list[tuple[int, SubQuestion]]:
+        """The sub-questions the answer is about, with their index."""
+        return [(i, s) for i, s in enumerate(self.subs) if s.answered]
+
+    @property
     def failed(self) -> set[str]:
         return {s.key for s, outcome in self.tried if outcome != "ok"}
 
@@ -86,7 +94,7 @@ class Plan:
             "question": self.question,
             "asked_at": self.asked_at.isoformat(),
             "intent": self.intent,
-            "sub_questions": [{"label": s.label, "text": s.text} for s in self.subs],
+            "sub_questions": [{"label": s.label, "text": s.text, "answered": s.answered} for s in self.subs],
             "time_range": self.time_range.as_dict() if self.time_range else None,
             "anchor": self.anchor.as_dict() if self.anchor else None,
             "measure": self.measure,

@@ -170,8 +170,11 @@ def make_plan(question: str, asked_at: datetime) -> Plan:
         parts, order, measure = comparison
         labels = [chr(ord("A") + i) for i in range(len(parts))]
         plan = Plan(question, asked_at, "comparison", [SubQuestion(p, lab) for p, lab in zip(parts, labels, strict=True)])  # fmt: skip
+        plan.subs.append(SubQuestion(searchable, "whole question", answered=False))
         plan.order, plan.measure = order, measure
-        plan.notes.append(f"a comparison: {len(parts)} parts searched apart, each kept")
+        plan.notes.append(
+            f"a comparison: {len(parts)} parts searched apart, each kept, and the whole question"
+        )
     elif _COUNT.search(question):
         subs = [SubQuestion(searchable, "main")]
         items = _count_items(searchable)

@@ -71,7 +71,7 @@ class OfflineScout:
         first = "search in range" if window is not None else "search"
         for i, sub in enumerate(plan.subs):
             yield self._search(sub.text, i, first, window, k)
-        for i in range(len(plan.subs)):
+        for i, _sub in plan.parts:
             if not plan.succeeded(i):
                 yield from self._fallbacks(state, i, k)
         if window is not None:

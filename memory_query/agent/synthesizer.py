@@ -15,11 +15,12 @@ rejected "mid-February" for not being a date; this one may deduce, but never fro
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 
 from memory_core.lexical import tokenize
 from memory_query.agent.driver import Draft
-from memory_query.agent.findings import Evidence
+from memory_query.agent.findings import Evidence, best_sentence
 from memory_query.agent.plan import Plan
 from memory_query.agent.planner import content_tokens
 from memory_query.evidence import answer_sentences, check_citations
@@ -102,6 +103,11 @@ def _holds(kind: str | None, text: str) -> bool:
     return kind is not None and bool(_KINDS[kind].search(text))
 
 
+def _respan(ev: Evidence, wanted: set[str]) -> Evidence:
+    start, end, match = best_sentence(ev.text, wanted)
+    return replace(ev, span_start=start, span_end=end, match=round(match, 3))
+
+
 def _first_name(author: str) -> str:
     words = NAME_WORD.findall(author.lower())
     return words[0] if words else ""
@@ -125,17 +131,25 @@ class OfflineSynthesizer:
         self.abstain_below = abstain_below
 
     def _best(self, evidence: list[Evidence], sub: int, plan: Plan) -> Evidence | None:
-        """The evidence whose sentence holds most of the sub-question's words, then holds the kind of answer
+        """The evidence whose sentence holds most of the sub-question's words (any submitted message may
+        answer it; one found for it wins a tie), then more of the question's words, then the kind of answer
         the question asks for (a date for "when", a number for "how many"), then the latest (what memory
-        holds now wins over what it held before)."""
-        question = plan.question
-        kind = answer_kind(question)
-        passing = [e for e in evidence if e.sub == sub and e.match >= self.abstain_below]
-        mine = about_whom(question, plan.participants, passing)
-        wanted = set(content_tokens(question))
+        holds now wins over what it held before). Its span is moved to that sentence."""
+        text = plan.subs[sub].text
+        wanted_sub = set(content_tokens(text)) or set(tokenize(text))
+        respanned = [_respan(e, wanted_sub) for e in evidence]
+        passing = [e for e in respanned if e.match >= self.abstain_below]
+        mine = about_whom(plan.question, plan.participants, passing)
+        kind, wanted = answer_kind(plan.question), set(content_tokens(plan.question))
         return max(
             mine,
-            key=lambda e: (e.match, len(wanted & set(tokenize(e.text))), _holds(kind, e.quote), e.created_at),
+            key=lambda e: (
+                e.match,
+                e.sub == sub,
+                len(wanted & set(tokenize(e.text))),
+                _holds(kind, e.quote),
+                e.created_at,
+            ),
             default=None,
         )
 
@@ -145,7 +159,7 @@ class OfflineSynthesizer:
         if plan.intent == "count":
             return self._count(plan, evidence)
         sentences, gaps, reasoning = [], [], []
-        for i, sub in enumerate(plan.subs):
+        for i, sub in plan.parts:
             best = self._best(evidence, i, plan)
             if best is None:
                 gaps.append(sub.text)
@@ -158,7 +172,7 @@ class OfflineSynthesizer:
         return self._draft(sentences, gaps, reasoning)
 
     def _comparison(self, plan: Plan, evidence: list[Evidence]) -> Draft:
-        found = [(sub, self._best(evidence, i, plan)) for i, sub in enumerate(plan.subs)]
+        found = [(sub, self._best(evidence, i, plan)) for i, sub in plan.parts]
         have = [(sub, ev) for sub, ev in found if ev is not None]
         gaps = [sub.text for sub, ev in found if ev is None]
         if len(have) < 2:
