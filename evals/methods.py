@@ -5,7 +5,9 @@
 assistant turns then cannot crowd the ranking or, for BM25, shift the term statistics. `memory`: the pipeline
 and its read side with every retrieval path; `memory_flat`: the same built corpora (one build per haystack)
 asked with the hierarchy's paths — concept, topic, graph — switched off, i.e. what the source alone gives;
-`memory_structure`: the same corpora asked with only those paths (every raw-source path off).
+`memory_structure`: the same corpora asked with only those paths (every raw-source path off). `agent`: the
+same built corpora asked through the agent loop (`memory_query.api.ask`, the offline driver): the evidence its
+Scout submitted, ranked, then the rest of what it saw.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from evals.embedding import MemoEmbedder, cached, make_embedder
+from evals.retrievers.agent import AgentRetriever
 from evals.retrievers.base import Retriever
 from evals.retrievers.bm25 import Bm25Retriever
 from evals.retrievers.dense import DenseRetriever
@@ -27,7 +30,8 @@ MEMORY_METHODS: dict[str, tuple[str, ...]] = {
     # the hierarchy's paths alone: topic → concept → evidence and graph synthesis, no raw-source path
     "memory_structure": ("lexical", "session", "dense_message", "dense_segment", "speaker"),
 }
-METHODS = (*MEMORY_METHODS, "bm25", "dense", "bm25_user", "dense_user")
+AGENT_METHODS = ("agent",)
+METHODS = (*MEMORY_METHODS, *AGENT_METHODS, "bm25", "dense", "bm25_user", "dense_user")
 DEFAULT_METHODS = ("memory", "bm25", "dense")
 
 
@@ -55,7 +59,9 @@ def make_retrievers(
         raise InputError(
             "the *_user methods rank LongMemEval's user turns; LoCoMo scores every dialog turn, use bm25/dense"
         )
-    memory = _memory_retrievers([n for n in names if n in MEMORY_METHODS], corpus_builder)
+    memory = _memory_retrievers(
+        [n for n in names if n in MEMORY_METHODS or n in AGENT_METHODS], corpus_builder
+    )
     embedder = make_embedder(embedder_kind) if any(n.startswith("dense") for n in names) else None
     documents = MemoEmbedder(cached(embedder, embedding_cache)) if embedder is not None else None
     out: list[Retriever] = []
@@ -71,21 +77,23 @@ def make_retrievers(
 
 def _memory_retrievers(
     names: Sequence[str], corpus_builder: Callable[[], CorpusBuilder] | None
-) -> dict[str, MemoryRetriever]:
-    """The memory methods of a run: one read side, one reader pool, one build per haystack between them."""
+) -> dict[str, Retriever]:
+    """The memory methods of a run (and the agent, which reads the same corpora): one read side, one reader
+    pool, one build per haystack between them."""
     if not names:
         return {}
     if corpus_builder is None:
         raise InputError("the memory methods need a pipeline corpus builder")
     read_side = load_read_side()  # fails before any build when the read side is missing
     pool, build = read_side.ReaderPool(), BuildOnce(corpus_builder())
-    return {
-        name: MemoryRetriever(
-            build,
-            read_side.query_memory,
-            pool,
-            read_side.RetrievalSettings().without(*MEMORY_METHODS[name]),
-            name,
-        )
-        for name in names
-    }
+    out: dict[str, Retriever] = {}
+    for name in names:
+        if name in AGENT_METHODS:
+            from memory_query.agent import AgentBudget, OfflineDriver
+            from memory_query.api import ask
+
+            out[name] = AgentRetriever(build, ask, pool, OfflineDriver(), AgentBudget(), name)
+        else:
+            settings = read_side.RetrievalSettings().without(*MEMORY_METHODS[name])
+            out[name] = MemoryRetriever(build, read_side.query_memory, pool, settings, name)
+    return out

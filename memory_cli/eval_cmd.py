@@ -95,8 +95,9 @@ def _retrieve(ctx, benchmark, data, out_dir, haystacks, methods, embedder, embed
     "--methods",
     default="memory,bm25,dense",
     show_default=True,
-    help="memory, memory_flat (memory without the concept, topic and graph paths, same corpora), bm25, dense, "
-    "bm25_user, dense_user (the *_user ones: LongMemEval, user turns only)",
+    help="memory, memory_flat (memory without the concept, topic and graph paths, same corpora), agent (the "
+    "agent loop's submitted evidence, offline driver, same corpora), bm25, dense, bm25_user, dense_user (the "
+    "*_user ones: LongMemEval, user turns only)",
 )
 @click.option(
     "--embedder",
@@ -142,7 +143,11 @@ def eval_retrieval(
 @eval_group.command("qa")
 @_selection_options
 @click.option(
-    "--method", default="bm25", show_default=True, help="retrieval method whose evidence the reader gets"
+    "--method",
+    default="bm25",
+    show_default=True,
+    help="retrieval method whose evidence the reader gets; agent: the agent loop answers itself (LLM driver "
+    "on --model)",
 )
 @click.option(
     "--retrievals",
@@ -187,32 +192,31 @@ def eval_qa(
     judge_model,
     embedder,
 ) -> None:
-    """Answer each question from retrieved evidence with an LLM reader and score the answers (LongMemEval: LLM
-    judge per question type; LoCoMo: token F1). Needs OPENAI_API_KEY (OPENAI_BASE_URL for other endpoints).
+    """Answer each question from retrieved evidence with an LLM reader (or, with --method agent, by the agent
+    loop with the LLM driver) and score the answers (LongMemEval: LLM judge per question type; LoCoMo: token
+    F1). Needs OPENAI_API_KEY (OPENAI_BASE_URL for other endpoints).
     Writes hypotheses.jsonl ({"question_id", "hypothesis"}), qa_results.jsonl, qa_report.json to OUT; a rerun
     into the same OUT resumes (answered questions are not asked again)."""
     from evals.qa.llm import ChatModel
-    from evals.qa.run import load_rankings, run_qa
+    from evals.qa.run import load_rankings, reader_answerer, run_qa
 
     reader = ChatModel.from_environment(model)  # fails with a clear message before any work without a key
     judge = ChatModel.from_environment(judge_model) if benchmark == "longmemeval" else None
     haystacks = _load(benchmark, data, limit, question_ids, split)
-    if retrievals is None:
-        _retrieve(ctx, benchmark, data, out_dir, haystacks, method, embedder)
-        from pathlib import Path
+    if method == "agent":
+        from evals.pipeline import pipeline_corpus_builder
+        from evals.qa.agent import agent_answerer
 
-        retrievals = str(Path(out_dir) / "retrievals.jsonl")
-    rankings = load_rankings(retrievals, method)
-    summary = run_qa(
-        benchmark,
-        haystacks,
-        rankings,
-        reader,
-        judge,
-        out_dir,
-        context_turns,
-        log=lambda m: click.echo(m, err=True),
-    )
+        home = ctx.obj["home"]
+        answerer = agent_answerer(home, pipeline_corpus_builder(home, benchmark, str(data)), model)
+    else:
+        if retrievals is None:
+            _retrieve(ctx, benchmark, data, out_dir, haystacks, method, embedder)
+            from pathlib import Path
+
+            retrievals = str(Path(out_dir) / "retrievals.jsonl")
+        answerer = reader_answerer(benchmark, load_rankings(retrievals, method), reader, context_turns)
+    summary = run_qa(benchmark, haystacks, answerer, judge, out_dir, log=lambda m: click.echo(m, err=True))
     click.echo(
         f"{summary['answered']} answered, accuracy/F1 {summary['overall']['score']:.3f} → {out_dir}/qa_report.json"
     )

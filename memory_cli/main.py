@@ -11,6 +11,7 @@ import warnings
 
 import click
 
+from memory_cli.ask_cmd import ask_command
 from memory_cli.eval_cmd import eval_group
 from memory_cli.reactions_cmd import reactions_group
 from memory_cli.revision_cmd import facts_command, repairs_group
@@ -468,6 +469,7 @@ cli.add_command(eval_group)
 cli.add_command(reactions_group)
 cli.add_command(facts_command)
 cli.add_command(repairs_group)
+cli.add_command(ask_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

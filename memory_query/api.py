@@ -1,9 +1,10 @@
-"""The public face of the read side: `query_memory` (ranked, cited evidence for one question).
+"""The public face of the read side: `query_memory` (ranked, cited evidence for one question) and `ask` (a
+question answered by the Planner → Scout → Synthesizer loop over the scoped agent tools, every sentence
+cited, or an abstention).
 
 A caller that asks many questions (the MCP server, an eval run, a CLI command looping over questions)
 passes its `ReaderPool`, so each corpus's memory is loaded once; without one the question is answered
-through a reader that lives for this call only. `ask` — a question answered by the Planner → Scout →
-Synthesizer loop over the agent tools, every claim cited — belongs here beside `query_memory`.
+through a reader that lives for this call only.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory_core.store.db import CorpusStore, MemoryHome
+from memory_query.agent import AgentAnswer, AgentBudget, AgentDriver, AgentLoop, OfflineDriver
 from memory_query.evidence import MemoryAnswer
 from memory_query.pool import ReaderPool, reading
 from memory_query.retrieval import rank
-from memory_query.scoping import Scope, scoped_rank
+from memory_query.scoping import Scope, ScopedTools, scoped_rank
 from memory_query.settings import RetrievalSettings
+from memory_query.tools import MemoryTools
 
 
 def query_memory(
@@ -52,3 +55,31 @@ def query_memory(
         if scope is None:
             return rank(reader, question, k, **options)
         return scoped_rank(reader, scope, question, k, **options)
+
+
+def ask(
+    question: str,
+    corpus: str | CorpusStore,
+    *,
+    as_of: datetime | None = None,
+    scope: Scope | None = None,
+    driver: AgentDriver | None = None,
+    budget: AgentBudget | None = None,
+    home: MemoryHome | str | None = None,
+    settings: RetrievalSettings | None = None,
+    pool: ReaderPool | None = None,
+    trace: bool = True,
+    **view,
+) -> AgentAnswer:
+    """`question` answered from `corpus` as memory stood at `as_of` (default: now; relative time words are
+    read against it) by the agent loop: `driver` decides (default the offline driver; `LLMDriver` for an
+    OpenAI-compatible model), `budget` caps steps and tokens, `scope` limits the sessions every tool call
+    may see; further keyword arguments (`view`) go to every search the Scout makes (the read side's view
+    options, e.g. the revision layer's `believed_at` once it has one). The answer carries its cited
+    evidence, the plan and every step; with `trace` the steps are also appended to the corpus's agent
+    trace."""
+    with reading(corpus, home, pool) as reader:
+        tools = ScopedTools(
+            MemoryTools(reader, settings=settings, trace=False), scope or Scope(reader.store.name)
+        )
+        return AgentLoop(driver or OfflineDriver(), tools, budget, trace).run(question, as_of=as_of, **view)

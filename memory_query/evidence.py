@@ -250,10 +250,15 @@ class CitationReport:
         return asdict(self)
 
 
+def answer_sentences(answer_text: str) -> list[str]:
+    """The sentences of an answer as the citation rule reads them."""
+    return [s.strip() for s in _SENTENCE.split(answer_text.strip()) if s.strip()]
+
+
 def check_citations(answer_text: str, known: set[str]) -> CitationReport:
     """Every sentence must carry at least one `[Concept:ID]` / `[Source:UUID]` citation, and every citation
     must be in `known` (the citations of the evidence the answer was built from)."""
-    sentences = [s.strip() for s in _SENTENCE.split(answer_text.strip()) if s.strip()]
+    sentences = answer_sentences(answer_text)
     uncited: list[str] = []
     unresolved: list[str] = []
     for sentence in sentences:

@@ -1,4 +1,5 @@
-"""The MCP server: `query_memory` and the agent tools over the corpora of one memory home.
+"""The MCP server: `query_memory`, `ask_memory` (the agent loop) and the agent tools over the corpora of one
+memory home.
 
 Every tool goes through the scoping middleware (`ScopedTools`): a request names a corpus the server was
 started for, and ids outside it (or outside the allowed sessions) look unknown. Reflective data is returned
@@ -18,14 +19,17 @@ from pydantic import BaseModel, Field
 
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
-from memory_query.api import query_memory
+from memory_query.agent import AgentBudget, AgentDriver, OfflineDriver
+from memory_query.agent.timeframe import as_of_from_text
+from memory_query.api import ask, query_memory
 from memory_query.evidence import check_citations
 from memory_query.pool import ReaderPool
 from memory_query.scoping import Scope, ScopedTools
 from memory_query.tools import MemoryTools, ToolError
 
 INSTRUCTIONS = (
-    "Memory OS: a provable memory of long chat histories. Start with query_memory (hierarchical retrieval with "
+    "Memory OS: a provable memory of long chat histories. ask_memory answers a question with cited evidence in "
+    "a few planned steps. To search yourself, start with query_memory (hierarchical retrieval with "
     "cited XML evidence) or smart_search; walk the hierarchy Domain > AnchorEntity > Topic > Concept > Segment > "
     "Message with explore_node and lens; what is current and what it replaced with facts; read originals with "
     "read_source_message; finish with submit_evidence. "
@@ -65,6 +69,29 @@ class QueryMemoryResult(BaseModel):
     paths_available: dict[str, bool]
 
 
+class AskEvidenceOut(BaseModel):
+    cite: str
+    message_id: str
+    author: str
+    time: str
+    conversation_ref: str
+    source_ref: str
+    quote: str = Field(description="the span of the message that answers")
+    span: list[int]
+    why: str = Field(description="how the Scout found it")
+
+
+class AskMemoryResult(BaseModel):
+    corpus: str
+    question: str
+    answer: str = Field(description="every sentence cited [Source:<id>] / [Concept:<id>], or an abstention")
+    abstained: bool
+    gaps: list[str] = Field(description="what the evidence does not say")
+    evidence: list[AskEvidenceOut]
+    steps: list[dict[str, Any]] = Field(description="the trace: role, tool, arguments, ids, tokens, latency")
+    driver: str
+
+
 class CitationCheck(BaseModel):
     valid: bool
     sentences: int
@@ -80,6 +107,7 @@ class MemoryServer:
         home: MemoryHome,
         corpora: Sequence[str] | None = None,
         sessions: dict[str, Sequence[str]] | None = None,
+        agent_driver: AgentDriver | None = None,
     ):
         self.home = home
         registered = [r["name"] for r in home.registrations()]
@@ -89,6 +117,7 @@ class MemoryServer:
             raise ToolError(f"not registered under {home.root}: {', '.join(unknown)}")
         self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
         self.pool = ReaderPool(home)  # the server stays warm: each corpus's memory is loaded once
+        self.agent_driver = agent_driver or OfflineDriver()
         self._tools: dict[str, ScopedTools] = {}
 
     def warm(self):
@@ -168,6 +197,40 @@ class MemoryServer:
             paths_available=answer.paths_available,
         )
 
+    def ask(self, corpus: str, question: str, as_of: str | None, max_steps: int) -> AskMemoryResult:
+        answer = ask(
+            question,
+            corpus,
+            as_of=as_of_from_text(as_of),
+            scope=self.scope(corpus),
+            driver=self.agent_driver,
+            budget=AgentBudget(max_steps=max_steps),
+            pool=self.pool,
+        )
+        return AskMemoryResult(
+            corpus=corpus,
+            question=question,
+            answer=answer.answer,
+            abstained=answer.abstained,
+            gaps=answer.gaps,
+            evidence=[
+                AskEvidenceOut(
+                    cite=e.citation,
+                    message_id=e.message_id,
+                    author=e.author,
+                    time=e.created_at.isoformat(),
+                    conversation_ref=e.conversation_ref,
+                    source_ref=e.source_ref,
+                    quote=e.quote,
+                    span=[e.span_start, e.span_end],
+                    why=e.why,
+                )
+                for e in answer.evidence
+            ],
+            steps=[s.as_dict() for s in answer.steps],
+            driver=answer.driver,
+        )
+
 
 def _anticipated(fn):
     """Errors the agent can act on (unknown id, corpus, relation) reach it as readable tool errors; the MCP
@@ -213,6 +276,16 @@ def build_server(memory: MemoryServer):
         `believed_at` (ISO): the facts as memory believed them then; reflective hypotheses only with
         psychological_access=true."""
         return memory.query(corpus, question, max(1, min(k, 20)), as_of, psychological_access, believed_at)
+
+    @tool()
+    def ask_memory(
+        corpus: str, question: str, as_of: str | None = None, max_steps: int = 6
+    ) -> AskMemoryResult:
+        """A question answered by the Planner > Scout > Synthesizer loop: an answer whose every sentence cites
+        the evidence it rests on (or an abstention), the evidence, and every step taken. `as_of` (ISO date)
+        is the question's date (a bare date: its end): memory as it stood then, relative time words read
+        against it."""
+        return memory.ask(corpus, question, as_of, max(3, min(max_steps, 12)))
 
     @tool()
     def smart_search(corpus: str, query: str, k: int = 8) -> dict:

@@ -64,13 +64,15 @@ def rank(
     psychological_access: bool = False,
     settings: RetrievalSettings | None = None,
     believed_at: datetime | None = None,
+    since: datetime | None = None,
 ) -> MemoryAnswer:
     """The k best evidence messages of `reader`'s corpus for `question`, as memory stood at `as_of` (valid
     time: messages after it do not exist, facts are those true then), with facts as memory believed them at
-    `believed_at` (system time), of the given `roles` only; no scoping (`memory_query.scoping`'s layer)."""
+    `believed_at` (system time), of the given `roles` only, written at `since` or later when given; no
+    scoping (`memory_query.scoping`'s layer)."""
     laps = Laps()
     settings = settings or RetrievalSettings()
-    visible = visible_messages(reader.messages(), as_of, roles)
+    visible = visible_messages(reader.messages(), as_of, roles, since)
     state = QueryState(reader, question, settings, visible, as_of=as_of, believed_at=believed_at)
     run_paths(state, laps)
     answer = assemble(state, strongest(state.fused, k), as_of, psychological_access)

@@ -148,10 +148,15 @@ class ScopedTools:
     def _refs(self, refs: list[dict]) -> list[dict]:
         return [r for r in refs if self.guard.node(r["type"], r["id"])]
 
-    def smart_search(self, query: str, k: int = 8) -> dict:
-        out = self.tools.smart_search(query, k=min(self.tools.limits.max_ids, k * 3))
+    def smart_search(
+        self, query: str, k: int = 8, *, as_of: datetime | None = None, since: datetime | None = None
+    ) -> dict:
+        out = self.tools.smart_search(
+            query, k=min(self.tools.limits.max_ids, k * 3), as_of=as_of, since=since
+        )
         out["results"] = [r for r in out["results"] if self.guard.message(r["id"])][:k]
         out["concepts"] = [c for c in out["concepts"] if self.guard.node("Concept", c["id"])]
+        out["topics"] = [t for t in out["topics"] if self.guard.node("Topic", t["id"])]
         return out
 
     def explore_node(self, node_id: str, node_type: str | None = None) -> dict:

@@ -45,12 +45,18 @@ class ConceptMatch:
 
 
 def visible_messages(
-    table: MessageTable, as_of: datetime | None, roles: tuple[str, ...] | None
+    table: MessageTable,
+    as_of: datetime | None,
+    roles: tuple[str, ...] | None,
+    since: datetime | None = None,
 ) -> np.ndarray:
-    """The messages a question may see: those written by `as_of` (time travel) and of the given roles."""
+    """The messages a question may see: those written by `as_of` (time travel), not before `since` (a time
+    range an agent searches inside) and of the given roles."""
     mask = np.ones(len(table), dtype=bool)
     if as_of is not None:
         mask &= table.created_at <= np.datetime64(as_of.replace(tzinfo=None), "us")
+    if since is not None:
+        mask &= table.created_at >= np.datetime64(since.replace(tzinfo=None), "us")
     if roles:
         mask &= np.isin(table.role, list(roles))
     return mask

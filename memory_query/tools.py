@@ -106,14 +106,18 @@ class MemoryTools:
         return out
 
     # ------------------------------------------------------------------------------------ tools
-    def smart_search(self, query: str, k: int = 8) -> dict:
+    def smart_search(
+        self, query: str, k: int = 8, *, as_of: datetime | None = None, since: datetime | None = None
+    ) -> dict:
         """Evidence messages for a query; when the whole query finds little, each component is searched
-        and the results merged (OR fallback)."""
+        and the results merged (OR fallback). `as_of` / `since` bound the messages' time (memory as it
+        stood then; a time range to search inside)."""
         started = time.perf_counter()
         if not query.strip():
             raise ToolError("query is empty")
         k = max(1, min(int(k), self.limits.max_ids))
-        answer = rank(self.reader, query, k, settings=self.settings)
+        window = {"as_of": as_of, "since": since}
+        answer = rank(self.reader, query, k, settings=self.settings, **window)
         results = {i.message_id: (i, None) for i in answer.items}
         # OR fallback: a multi-part query, or one whose words matched little, is also searched part by part
         # and each part's best hits are merged in, so one dominant term cannot hide the others
@@ -122,7 +126,7 @@ class MemoryTools:
         )
         fallback = parts[:4]
         for part in fallback:
-            for item in rank(self.reader, part, 3, settings=self.settings).items:
+            for item in rank(self.reader, part, 3, settings=self.settings, **window).items:
                 best = results.get(item.message_id)
                 if best is None or best[0].score < item.score:
                     results[item.message_id] = (item, part)
@@ -135,6 +139,7 @@ class MemoryTools:
                     "cite": i.citation,
                     "author": i.author,
                     "time": i.created_at.isoformat(),
+                    "conversation_id": i.conversation_id,
                     "snippet": _snip(i.text),
                     "score": round(i.score, 4),
                     "paths": i.paths,
@@ -145,9 +150,11 @@ class MemoryTools:
             "concepts": [
                 {"id": c.concept_id, "cite": c.citation, "title": c.title} for c in answer.concepts[:5]
             ],
+            "topics": [{"id": t.topic_id, "label": t.label} for t in answer.topics[:3]],
             "fallback_components": fallback,
         }
-        return self._trace("smart_search", {"query": query, "k": k}, out, started)
+        args = {"query": query, "k": k, **{n: v.isoformat() for n, v in window.items() if v is not None}}
+        return self._trace("smart_search", args, out, started)
 
     def explore_node(self, node_id: str, node_type: str | None = None) -> dict:
         """A node of any type (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation): its

@@ -5,7 +5,9 @@ in order, by: `rules` (a predicate on the request → a behaviour, for "this seg
 `queue` (one behaviour per request, for "429 then success"), then the default responder, which builds a
 valid `SegmentExtraction` from the prompt (one entity per person message, quoting its first words, and a
 Frustration reaction when a message says "frustrated"). It rejects requests whose `response_format` is not
-a strict JSON schema, as the real service does.
+a strict JSON schema, as the real service does; a request with `tools` must give strict function schemas
+instead and is answered with a tool call (`Reply.tool_call`), or refused like an endpoint without tool calls
+when `tools_supported` is off.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Reply:
     refusal: str | None = None
     finish_reason: str = "stop"
     error_message: str = ""
+    tool_call: tuple[str, dict] | None = None  # (function name, arguments): answer with a tool call
 
 
 Behaviour = Callable[[dict], Reply]
@@ -110,6 +113,7 @@ class ChatServer:
         self.queue: list[Behaviour] = []
         self.rules: list[tuple[Callable[[dict], bool], Behaviour]] = []
         self.requests: list[dict] = []  # every request body, in arrival order
+        self.tools_supported = True  # off: a request with tools is refused (an endpoint without tool calls)
         self.answered: list[dict] = []  # requests that got a 200 completion (the ones that cost tokens)
         self._lock = threading.Lock()
         server = self
@@ -151,13 +155,25 @@ class ChatServer:
                     "content": None if reply.refusal else content,
                     "refusal": reply.refusal,
                 }
+                finish = reply.finish_reason
+                if reply.tool_call is not None:
+                    name, arguments = reply.tool_call
+                    function = {"name": name, "arguments": json.dumps(arguments)}
+                    message = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": f"call_{len(server.requests)}", "type": "function", "function": function}
+                        ],
+                    }
+                    content, finish = function["arguments"], "tool_calls"
                 prompt_chars = sum(len(str(m.get("content") or "")) for m in request["messages"])
                 completion = {
                     "id": "chatcmpl-test",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": request.get("model", "test-model"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {
                         "prompt_tokens": prompt_chars // 4,
                         "completion_tokens": len(content or "") // 4,
@@ -198,10 +214,20 @@ class ChatServer:
                 return self.queue.pop(0)(request)
         return Reply()
 
-    @staticmethod
-    def _check(request: dict) -> str:
+    def _check(self, request: dict) -> str:
         if request.get("_path") != "/v1/chat/completions":
             return f"unknown path {request.get('_path')}"
+        if request.get("tools"):
+            if not self.tools_supported:
+                return "tools are not supported by this model"
+            for tool in request["tools"]:
+                function = tool.get("function", {})
+                if tool.get("type") != "function" or not function.get("strict"):
+                    return "tools must be strict functions"
+                problems = schema_problems(function.get("parameters", {}), function.get("name", "tool"))
+                if problems:
+                    return "Invalid schema for function: " + "; ".join(problems[:3])
+            return ""
         fmt = request.get("response_format") or {}
         if fmt.get("type") != "json_schema" or not fmt.get("json_schema", {}).get("strict"):
             return "response_format must be a strict json_schema"

@@ -7,8 +7,10 @@ Files in OUT:
   OUT skips questions that already have a score and retries the failed ones.
 - `qa_report.json`: mean score overall and per question type.
 
-Evidence for the reader: the top `context_turns` of the method's ranked turns, shown chronologically
-(haystack order) with their session dates, each cut at `MAX_TURN_CHARS`.
+Who answers is an `Answerer` (question → hypothesis): the reader (`reader_answerer`: the top `context_turns`
+of a retrieval method's ranked turns, shown chronologically (haystack order) with their session dates, each
+cut at `MAX_TURN_CHARS`, to a chat model), or the agent loop with an LLM driver (`evals.qa.agent`), which
+retrieves and answers itself.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals.datasets import Haystack, Question
@@ -54,6 +57,28 @@ def render_evidence(haystack: Haystack, ranked_turns: Sequence[str], n: int) -> 
     return out
 
 
+@dataclass
+class Answerer:
+    """Who answers a question: `answer(haystack, question) → hypothesis`, and what it is for the report."""
+
+    answer: Callable[[Haystack, Question], str]
+    describe: dict = field(default_factory=dict)
+    known: Collection[str] | None = None  # the question ids it can answer (a reader: those retrieved)
+
+
+def reader_answerer(
+    benchmark: str, rankings: dict[str, list[str]], reader: ChatModel, context_turns: int = 10
+) -> Answerer:
+    """A chat model reading the top `context_turns` of a retrieval method's ranking."""
+
+    def answer(haystack: Haystack, question: Question) -> str:
+        evidence = render_evidence(haystack, rankings[question.question_id], context_turns)
+        system, user = reader_prompt(benchmark, question.question, question.question_date, evidence)
+        return reader.complete(system, user, READER_MAX_TOKENS)
+
+    return Answerer(answer, {"reader_model": reader.model, "context_turns": context_turns}, set(rankings))
+
+
 def _read_results(path: Path) -> dict[str, dict]:
     rows: dict[str, dict] = {}
     if path.exists():
@@ -84,17 +109,16 @@ def _score(
 def run_qa(
     benchmark: str,
     haystacks: Sequence[Haystack],
-    rankings: dict[str, list[str]],
-    reader: ChatModel,
+    answerer: Answerer,
     judge: ChatModel | None,
     out_dir: str | Path,
-    context_turns: int = 10,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     questions = [(h, q) for h in haystacks for q in h.questions]
-    missing = [q.question_id for _, q in questions if q.question_id not in rankings]
+    known = answerer.known
+    missing = [q.question_id for _, q in questions if known is not None and q.question_id not in known]
     if missing:
         raise InputError(f"no retrieval for {len(missing)} question(s), e.g. {missing[0]}")
     results = _read_results(out / RESULTS)
@@ -110,9 +134,7 @@ def run_qa(
             }
             started = time.perf_counter()
             try:
-                evidence = render_evidence(haystack, rankings[question.question_id], context_turns)
-                system, user = reader_prompt(benchmark, question.question, question.question_date, evidence)
-                row["hypothesis"] = reader.complete(system, user, READER_MAX_TOKENS)
+                row["hypothesis"] = answerer.answer(haystack, question)
                 row["score"], row["judge"] = _score(benchmark, question, row["hypothesis"], judge, f1)
             except (
                 Exception
@@ -143,9 +165,8 @@ def run_qa(
         "metric": "token F1 (LoCoMo rules)"
         if benchmark == "locomo"
         else "LLM judge accuracy (LongMemEval prompts)",
-        "reader_model": reader.model,
+        **answerer.describe,
         "judge_model": judge.model if judge else None,
-        "context_turns": context_turns,
         "questions": len(ordered),
         "answered": len(scored),
         "errors": len(ordered) - len(scored),

@@ -29,12 +29,25 @@ class LLMConfigurationError(MemoryOSError):
 
 @dataclass(frozen=True)
 class StructuredRequest(Generic[T]):
-    """One call: a versioned prompt (system text), the input (user text) and the response model."""
+    """One call: a versioned prompt (system text), the input (user text) and the response model.
+
+    `tools` (name, strict arguments model) pairs let an endpoint that supports tool calls answer by calling
+    one of them (strict function calling, exactly one call); the response model then builds itself from the
+    call (`response_model.from_tool_call(name, arguments)`), so the parsed answer — and the cached raw answer,
+    the response model's JSON — is the same in both modes. An endpoint without tool calls gets the response
+    model as a strict `response_format`."""
 
     prompt_id: str  # name/version of the prompt template, part of the cache key
     system: str
     user: str
     response_model: type[T]
+    tools: tuple[tuple[str, type[BaseModel]], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tools and not callable(getattr(self.response_model, "from_tool_call", None)):
+            raise TypeError(
+                f"{self.response_model.__name__} cannot be built from a tool call (no from_tool_call)"
+            )
 
     @property
     def prompt_sha256(self) -> str:
@@ -50,7 +63,37 @@ class StructuredRequest(Generic[T]):
 
     @property
     def schema_sha256(self) -> str:
-        return sha256_json(self.schema)
+        if not self.tools:
+            return sha256_json(self.schema)
+        return sha256_json([self.schema, [[name, assert_strict_schema(model)] for name, model in self.tools]])
+
+    def tool_specs(self) -> list[dict]:
+        """The tools as the chat-completions API takes them (strict function schemas)."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": " ".join((model.__doc__ or name).split()),
+                    "parameters": assert_strict_schema(model),
+                    "strict": True,
+                },
+            }
+            for name, model in self.tools
+        ]
+
+    def parse_tool_call(self, name: str, arguments: str) -> tuple[T | None, str]:
+        """(the response model built from a tool call, "") or (None, the problem in a sentence)."""
+        model = dict(self.tools).get(name)
+        if model is None:
+            return None, f"there is no tool {name!r}; call one of {', '.join(n for n, _ in self.tools)}"
+        args, problem = parse_answer(arguments or "{}", model)
+        if args is None:
+            return None, f"the arguments of {name} are wrong: {problem}"
+        try:
+            return self.response_model.from_tool_call(name, args), ""
+        except Exception as exc:  # a model validator refusing the combination
+            return None, f"the call to {name} cannot be used: {_short_validation_error(exc)}"
 
     def cache_key(self, model: str) -> str:
         return sha256_json([model, self.prompt_sha256, self.schema_sha256, self.input_sha256])

@@ -8,12 +8,16 @@ Retries live here, not in the SDK (its own retries are off), so every HTTP attem
   in the conversation; then `invalid` with the reason. A refusal ends `refused`.
 - a 400 naming `reasoning_effort` (a non-reasoning model): the parameter is dropped for this client and the
   request repeated.
+- a request with tools (`StructuredRequest.tools`) is sent as strict function calling (exactly one call);
+  a 400 naming tools or functions (an endpoint without tool calls) switches this client to the strict
+  response format for good, and the request is repeated that way.
 - 401/403/404: `LLMConfigurationError`, because every further call would fail the same way.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from typing import Any
@@ -64,6 +68,7 @@ class OpenAICompatibleClient(LLMClient):
         self.max_output_tokens = max_output_tokens
         self.prices = prices or PriceTable.from_config(None)
         self._sleep = sleep
+        self.tools_supported = True  # until the endpoint rejects a request with tools
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -107,6 +112,9 @@ class OpenAICompatibleClient(LLMClient):
             "type": "json_schema",
             "json_schema": {"name": request.response_model.__name__, "schema": schema, "strict": True},
         }
+        payload: dict[str, Any] = {"response_format": response_format}
+        if request.tools and self.tools_supported:
+            payload = {"tools": request.tool_specs(), "tool_choice": "required", "parallel_tool_calls": False}
         messages: list[dict] = [
             {"role": "system", "content": request.system},
             {"role": "user", "content": request.user},
@@ -125,22 +133,21 @@ class OpenAICompatibleClient(LLMClient):
         feedback_left = self.validation_retries
         try:
             while True:
-                completion = self._create(messages, response_format, result)
+                completion = self._create(messages, payload, result, {"response_format": response_format})
                 if completion is None:  # transport failure after retries; result says why
                     break
                 choice = completion.choices[0] if completion.choices else None
                 message = choice.message if choice else None
-                raw = (message.content or "") if message else ""
-                result.raw = raw
+                result.raw = (message.content or "") if message else ""
                 refusal = getattr(message, "refusal", None) if message else None
                 if refusal:
                     result.outcome, result.error = "refused", f"the model refused: {refusal}"[:1000]
                     break
                 if choice is not None and choice.finish_reason == "length":
                     problem = "the answer was cut off at the output token limit (finish_reason=length)"
-                    parsed = None
+                    parsed, feedback = None, _json_feedback(result.raw, problem)
                 else:
-                    parsed, problem = parse_answer(raw, request.response_model)
+                    parsed, problem, feedback = self._read(request, message, "tools" in payload, result)
                 if parsed is not None:
                     result.outcome, result.parsed, result.error = "ok", parsed, ""
                     break
@@ -148,15 +155,7 @@ class OpenAICompatibleClient(LLMClient):
                 if feedback_left <= 0:
                     break
                 feedback_left -= 1
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {
-                        "role": "user",
-                        "content": f"Your answer was rejected: {problem}. Answer again with one JSON object "
-                        "that satisfies the schema exactly; copy quotes verbatim from the messages.",
-                    },
-                ]
+                messages = [*messages, *feedback]
         finally:
             result.latency_ms = round((time.perf_counter() - started) * 1000, 1)
             result.cost_usd = self.prices.cost(self.model, result.tokens_in, result.tokens_out)
@@ -165,15 +164,49 @@ class OpenAICompatibleClient(LLMClient):
             result.error = self._scrub(result.error)
         return result
 
-    def _create(self, messages: list[dict], response_format: dict, result: StructuredResult):
-        """One completion with transport retries; None (and `result` filled) when they are exhausted."""
+    @staticmethod
+    def _read(request: StructuredRequest[T], message, with_tools: bool, result: StructuredResult):
+        """(parsed, problem, the messages that feed the problem back) of one answer."""
+        calls = (getattr(message, "tool_calls", None) or []) if with_tools and message else []
+        if not calls:
+            parsed, problem = parse_answer(result.raw, request.response_model)
+            if with_tools and parsed is None:
+                problem = f"no tool was called ({problem})"
+            return parsed, problem, _json_feedback(result.raw, problem)
+        call = calls[0]
+        parsed, problem = request.parse_tool_call(call.function.name, call.function.arguments)
+        # the raw answer is the response model's JSON, whichever way it came: a cache hit parses it the same
+        result.raw = parsed.model_dump_json() if parsed is not None else call.function.arguments or ""
+        result.notes["tool_call"] = call.function.name
+        feedback = [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.function.name, "arguments": call.function.arguments},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "content": f"Rejected: {problem}. Call one tool again with arguments that satisfy its schema.",
+            },
+        ]
+        return parsed, problem, feedback
+
+    def _create(self, messages: list[dict], payload: dict, result: StructuredResult, fallback: dict):
+        """One completion with transport retries; None (and `result` filled) when they are exhausted. An
+        endpoint that rejects tool calls gets `fallback` (the strict response format) instead, from now on
+        (`payload` is changed in place, so the caller knows which was answered)."""
         import openai
 
         retries = 0
         while True:
-            kwargs: dict[str, Any] = dict(
-                model=self.model, messages=messages, response_format=response_format
-            )
+            kwargs: dict[str, Any] = dict(model=self.model, messages=messages, **payload)
             if self.reasoning_effort:
                 kwargs["reasoning_effort"] = self.reasoning_effort
             if self.max_output_tokens:
@@ -185,6 +218,13 @@ class OpenAICompatibleClient(LLMClient):
                 if self.reasoning_effort and "reasoning_effort" in str(exc):
                     self.reasoning_effort = None  # a non-reasoning model: ask again without it
                     result.notes["reasoning_effort_dropped"] = True
+                    continue
+                if "tools" in payload and re.search(r"\btool|function", _api_message(exc), re.I):
+                    self.tools_supported = False  # no tool calls here: the strict response format instead
+                    result.notes["tools_dropped"] = True
+                    payload.clear()
+                    payload.update(fallback)
+                    messages[:] = messages[:2]  # a tool-call exchange cannot be replayed without tools
                     continue
                 result.outcome, result.transient = "error", False
                 result.error = f"bad request (HTTP 400): {self._scrub(_api_message(exc))}"[:1000]
@@ -223,6 +263,17 @@ class OpenAICompatibleClient(LLMClient):
             except ValueError:  # an HTTP-date Retry-After: the computed backoff stands
                 pass
         return min(delay, MAX_BACKOFF_S)
+
+
+def _json_feedback(raw: str, problem: str) -> list[dict]:
+    return [
+        {"role": "assistant", "content": raw},
+        {
+            "role": "user",
+            "content": f"Your answer was rejected: {problem}. Answer again with one JSON object "
+            "that satisfies the schema exactly; copy quotes verbatim from the messages.",
+        },
+    ]
 
 
 def _failure_kind(exc: Exception, status: int | None) -> str:
