@@ -336,6 +336,7 @@ class CorpusReader:
         self.topics()
         self.speakers()
         self.segment_messages()
+        self.facts()
         from memory_query.adjacency import adjacency_for  # it reads through a reader
 
         adjacency_for(self)

@@ -161,6 +161,8 @@ def concepts_of(text: str, author: str = "user", fmt: str = "chatgpt", speakers=
         ("I'd rather take the train than drive.", {("belief", "I'd rather take the train than drive")}),
         ("I always take the train to work.", {("behavioral_pattern", "I always take the train to work")}),
         ("I'm vegetarian.", {("belief", "I'm vegetarian")}),
+        # a favourite is a standing preference, also "these days" (a time marker, not a habit)
+        ("My favourite food is ramen these days.", {("belief", "My favourite food is ramen these days")}),
         ("I no longer use Docker Desktop at work.", {("entity", "Docker Desktop"), ("belief", "I no longer use Docker Desktop at work")}),
         # a plan with a date is scheduled (event), an intention a goal
         ("I'm flying to Osaka on September 22.", {("entity", "Osaka"), ("event", "I'm flying to Osaka on September 22")}),

@@ -59,7 +59,7 @@ def test_switching_teachers_leaves_one_extraction_per_segment(home, instance, ch
 
     fresh, switched = _state(home.corpus("fresh")), _state(home.corpus("switched"))
     assert switched == fresh  # the same mentions' extractor, segment answers and live concepts
-    assert switched[0] == {"llm:gpt-4o-mini/extraction/v2"} and first[0] != switched[0]
+    assert switched[0] == {"llm:gpt-4o-mini/extraction/v3"} and first[0] != switched[0]
     assert first[2] != fresh[2]  # the offline teacher's concepts really were different ones
 
     _build(offline, "switched")  # and back: the offline teacher's build again, nothing in its way

@@ -53,6 +53,7 @@ def answer(request: dict) -> Reply:
                     {"message_ref": "m1", "quote": "I am frustrated", "char_start": 0, "char_end": 15}
                 ],
                 "relations": [],
+                "claims": [],
             }
         )
         value["reactions"].append(

@@ -120,7 +120,7 @@ class Cli:
     def instance(self) -> dg.DagsterInstance:
         return dg.DagsterInstance.from_config(str(self.dagster_home))
 
-    def wait_for_slots(self, n: int, timeout: float = 120) -> None:
+    def wait_for_slots(self, n: int, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
         with self.instance() as inst:
             while time.monotonic() < deadline:

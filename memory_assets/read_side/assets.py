@@ -19,7 +19,15 @@ from memory_resources.storage import MemoryStorage
 from memory_resources.vector_index import VectorIndexResource
 
 # the stages whose tables the graph loads; a stage not built yet simply has empty tables
-GRAPH_SOURCES = ["messages", "segments", "canonical_concepts", "topics", "weighted_links", "domains", "repairs"]
+GRAPH_SOURCES = [
+    "messages",
+    "segments",
+    "canonical_concepts",
+    "topics",
+    "weighted_links",
+    "domains",
+    "repairs",
+]
 INDEX_SOURCES = ["messages", "segments", "canonical_concepts", "topics", "repairs"]
 # `graph` and `indexes` are siblings a multiprocess run may start together: the second waits for the
 # corpus lock instead of failing

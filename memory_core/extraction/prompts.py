@@ -25,8 +25,7 @@ class Prompt:
     render: Callable[[SegmentInput], str]
 
 
-EXTRACTION_SYSTEM = (
-    f"""\
+EXTRACTION_SYSTEM = f"""\
 You extract long-term memory from one segment of a conversation, into a fixed ontology.
 
 Concept types:
@@ -69,7 +68,6 @@ Rules:
   else ""; `evidence_message_id` is the message handle; `cue` is the verbatim words showing the state.
 - Nothing to extract: {{"concepts": [], "reactions": []}}.
 """
-)
 
 
 def render_segment(segment: SegmentInput) -> str:

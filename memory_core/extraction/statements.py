@@ -22,7 +22,8 @@ The type rules, in order (`classify_statement`; `tests/test_extraction_offline.p
    scheduled; a plan without a time ("I'll handle the pastries") → goal;
 6. a problem of the speaker's (errors, deadlines, something broken, an argument) → tension;
 7. a habit or routine (usually, every Friday, used to, I've been ...ing) → behavioral_pattern;
-8. a standing preference or attitude (prefer, would rather, love, hate, can't stand, think) → belief;
+8. a standing preference or attitude (prefer, would rather, love, hate, can't stand, think, my favourite …)
+   → belief;
 9. a standing negation ("I no longer use Docker", "I don't cook much anymore") → belief;
 10. a simple-present action ("I volunteer at the shelter") → behavioral_pattern;
 11. something that happened (past tense, a date, "just got") → event; an ongoing activity ("I'm writing
@@ -104,6 +105,7 @@ _PATTERN = re.compile(
     r"month|year)|days a week|\w+s a (?:day|week|month|year)\b|lately|these days|nowadays|all the time|whenever|ve been \w+ing|"
     r"have been \w+ing)\b"
 )
+_FAVOURITE = re.compile(r"\b(?:my|our) (?:\w+ )?favou?rite\b")  # "my favourite food is ramen these days"
 _STANDING_NEGATION = re.compile(r"\b(no longer|anymore|any more|never|not any)\b")
 _OPINION = re.compile(
     r"\b(better|worse|best|worst|favou?rite|overrated|underrated|should|shouldn't|important|matters|worth|"
@@ -231,7 +233,7 @@ def classify_statement(clause: str, connector: str, subject: str) -> tuple[str |
             return "goal", 0.65
     if _problem(low):
         return "tension", 0.6
-    if verb in _ATTITUDE or low.startswith(("i don't like", "i do not like")):
+    if verb in _ATTITUDE or low.startswith(("i don't like", "i do not like")) or _FAVOURITE.search(low):
         return "belief", 0.65  # "I always thought ..." is an attitude, not a habit
     if _PATTERN.search(low):
         return "behavioral_pattern", 0.65

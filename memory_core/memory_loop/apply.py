@@ -175,6 +175,7 @@ def apply(
     mem.report.actions[d.action] += 1
     index.touch(cid, cand.message_created_at, cand.segment_id, cand.conversation_id)
     mem.people.setdefault(cid, set()).update(mem.participants.get(cand.conversation_id, ()))
+    mem.hold_facts(cid, cand.facts)
     for span in spans:
         mem.remember(cid, cand.mention_id, span.model_dump(), cand.message_created_at, cand.conversation_id)
         batch.evidence.append(evidence_row(cid, cand.mention_id, span))
@@ -252,6 +253,8 @@ def support_broader(
     if target is None:
         return
     cid, cosine = target
+    if mem.other_value(cid, cand):  # another value of its fact is no instance of it
+        return
     evidence = next((e for e in mem.evidence_of.get(own, []) if e[0] == cand.mention_id), None)
     if evidence is not None:
         why = f"an instance of {mem.concepts[cid].title!r}: same subject, a shared content stem, cosine {cosine:.3f}"

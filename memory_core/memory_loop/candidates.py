@@ -28,6 +28,9 @@ class Candidate:
     extractor: str
     message_created_at: datetime
     usage: str = ""  # a name's usage context in its message ("LGBTQ support group"), set by the loop
+    # the revisable facts the teacher says it states, as (subject, slot key) → (value, polarity): a concept
+    # holding another value of one of them is not the same fact, nor a fact it is an instance of
+    facts: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = ()
 
     @classmethod
     def from_row(cls, row) -> Candidate:
@@ -48,6 +51,7 @@ class Candidate:
             confidence=float(r["confidence"]),
             extractor=r["extractor"],
             message_created_at=r["message_created_at"],
+            facts=stated_facts(r.get("claims")),
         )
 
     @property
@@ -84,3 +88,24 @@ class Candidate:
             "char_start": self.span_start,
             "char_end": self.span_end,
         }
+
+
+def stated_facts(claims) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]:
+    """(subject, slot key) → (value, polarity) of a mention's stored claims (`mentions.claims`; None for
+    mentions extracted before claims), case-folded."""
+    out = []
+    for c in claims or ():
+        key = f"{c['slot']}:{c['qualifier']}" if c.get("qualifier") else c["slot"]
+        out.append(((c["subject"].casefold(), key), (c["value"].casefold().strip(), c["polarity"])))
+    return tuple(out)
+
+
+def other_value(held: dict[tuple[str, str], set[tuple[str, str]]], facts) -> str:
+    """Why a concept holding `held` facts cannot take a candidate stating `facts` ("" when it can): it
+    holds another value (or the opposite polarity) of one of the candidate's (subject, slot)s."""
+    for key, value in facts:
+        others = held.get(key, set()) - {value}
+        if others:
+            theirs = ", ".join(sorted(f"{v}{' (negated)' if p == 'negated' else ''}" for v, p in others))
+            return f"it holds {key[1]} = {theirs} of {key[0]}, the candidate {value[0]}"
+    return ""

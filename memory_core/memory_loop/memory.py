@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from memory_core.concepts.store import read_concepts
 from memory_core.embeddings.base import Embedder
-from memory_core.memory_loop.candidates import Candidate
+from memory_core.memory_loop.candidates import Candidate, other_value, stated_facts
 from memory_core.memory_loop.patterns import SubjectFacts
 from memory_core.memory_loop.report import LoopReport
 from memory_core.memory_loop.retriever import ConceptIndex
@@ -45,6 +45,8 @@ class LoopMemory:
         # each subject that instances and pattern episodes are matched against
         self.evidence_of: dict[str, list[tuple[str, dict, object, str]]] = {}
         self.evidence_mentions: set[tuple[str, str]] = set()
+        # per concept the revisable facts its evidence states: (subject, slot key) → {(value, polarity)}
+        self.fact_values: dict[str, dict[tuple[str, str], set[tuple[str, str]]]] = {}
         self.facts = SubjectFacts()
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -65,7 +67,7 @@ class LoopMemory:
             evidence = conn.execute(
                 select(
                     ce.concept_id, ce.mention_id, ce.message_id, ce.segment_id, ce.span_start, ce.span_end,
-                    ce.text, ce.confidence, m.conversation_id, m.message_created_at,
+                    ce.text, ce.confidence, m.conversation_id, m.message_created_at, m.claims, m.consolidated_id,
                 )
                 .select_from(concept_evidence.join(mentions, mentions.c.mention_id == ce.mention_id))
                 .where(ce.status == "active")
@@ -92,6 +94,8 @@ class LoopMemory:
             span = {"source_id": r.segment_id, "message_id": r.message_id, "text": r.text,
                     "confidence": r.confidence, "char_start": r.span_start, "char_end": r.span_end}  # fmt: skip
             self.remember(r.concept_id, r.mention_id, span, r.message_created_at, r.conversation_id)
+            if r.consolidated_id == r.concept_id:  # its own mentions' facts, not its instances'
+                self.hold_facts(r.concept_id, stated_facts(r.claims))
             self.index.touch(r.concept_id, r.message_created_at, r.segment_id, r.conversation_id)
             self.people.setdefault(r.concept_id, set()).update(self.participants.get(r.conversation_id, ()))
         for concept in self.concepts.values():
@@ -104,6 +108,15 @@ class LoopMemory:
         self.best_evidence[cid] = max(self.best_evidence.get(cid, 0.0), float(span["confidence"]))
         self.evidence_of.setdefault(cid, []).append((mention_id, span, seen_at, conversation_id))
         self.evidence_mentions.add((cid, mention_id))
+
+    def hold_facts(self, cid: str, facts) -> None:
+        held = self.fact_values.setdefault(cid, {})
+        for key, value in facts:
+            held.setdefault(key, set()).add(value)
+
+    def other_value(self, cid: str, cand: Candidate) -> str:
+        """Why concept `cid` cannot take `cand` as the same fact or an instance ("" when it can)."""
+        return other_value(self.fact_values.get(cid, {}), cand.facts)
 
     def index_concept(self, cid: str, vector: np.ndarray) -> None:
         c = self.concepts[cid]
@@ -130,4 +143,5 @@ class LoopMemory:
             best_evidence_confidence=self.best_evidence.get(cid, 0.0),
             holds_span=(cid, cand.message_id, cand.span_start, cand.span_end) in self.held_spans,
             shares_participants=self.shares_participants(cid, cand.conversation_id),
+            other_value=self.other_value(cid, cand),
         )

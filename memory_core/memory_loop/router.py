@@ -145,6 +145,8 @@ class ConceptView:
     # its evidence comes from conversations sharing a participant with the candidate's: "Max" in John's
     # chats and "Max" in Nate's are the same only if someone could be talking about one thing
     shares_participants: bool = True
+    # it holds another value of a (subject, slot) the candidate states ("" when not): not the same fact
+    other_value: str = ""
 
 
 class Router:
@@ -239,10 +241,14 @@ class Router:
         r = self.rules
         by_similarity = sorted(compatible, key=lambda h: (-h.similarity, h.concept_id))
         blocked: tuple[RetrievalHit, str] | None = None
+        other: tuple[RetrievalHit, str] | None = None
         for h in by_similarity:
             target = concepts[h.concept_id]
             rule = self._same_fact(cand, target.concept, h)
             if not rule:
+                continue
+            if target.other_value:  # "I live in Seattle now" restates no "I live in Portland"
+                other = other or (h, target.other_value)
                 continue
             if "event" in (cand.type, target.concept.type):
                 clash = self._time_clash(cand, target)
@@ -261,6 +267,13 @@ class Router:
                 f"a concept says the same words (cosine {blocked[0].similarity:.3f}) but {blocked[1]}: another event",
                 scores,
             )
+        if other is not None:
+            scores["best"] = other[0].components()
+            why = f"a concept says nearly the same (cosine {other[0].similarity:.3f}) but {other[1]}: another value"
+            return Decision("create", None, "other_value", why, scores)
+        by_similarity = [h for h in by_similarity if not concepts[h.concept_id].other_value]
+        if not by_similarity:
+            return Decision("create", None, "other_value", "every close fact holds another value", scores)
         top = by_similarity[0]
         if top.similarity >= r.fact_ambiguous_similarity:
             if self.adjudicator is not None:

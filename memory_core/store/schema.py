@@ -453,7 +453,9 @@ claims = Table(
     Column("concept_id", ID, nullable=False),  # the mention's concept ("" while it has none)
     Column("message_id", ID, nullable=False),
     Column("text", Text, nullable=False),  # the evidence span, verbatim
-    Column("state", String(16), nullable=False),  # the claim's status: active|stale|disputed|rejected|archived
+    Column(
+        "state", String(16), nullable=False
+    ),  # the claim's status: active|stale|disputed|rejected|archived
     Column("recorded_at", DateTime, nullable=False),  # system time memory first recorded it
     Column("mention_id", ID, nullable=True),
     Column("segment_id", ID, nullable=True),
