@@ -57,6 +57,7 @@ def _print_answer(answer) -> None:
 @click.option(
     "--as-of", help="ISO date or time: what memory held then (relative time words are read against it)"
 )
+@click.option("--believed-at", help="ISO date or time: the facts as memory believed them then (system time)")
 @click.option(
     "--driver", type=DRIVERS, default="auto", show_default=True, help="auto: the LLM when a key is configured"
 )
@@ -70,7 +71,7 @@ def _print_answer(answer) -> None:
 )
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def ask_command(ctx, name, question, as_of, driver, model, max_steps, as_json) -> None:
+def ask_command(ctx, name, question, as_of, believed_at, driver, model, max_steps, as_json) -> None:
     """Ask corpus NAME: the Planner → Scout → Synthesizer loop answers from cited evidence, or says it cannot."""
     from memory_core.corpora import registered_source
     from memory_query.agent import AgentBudget
@@ -86,6 +87,7 @@ def ask_command(ctx, name, question, as_of, driver, model, max_steps, as_json) -
         driver=_driver(driver, home, model),
         budget=AgentBudget(max_steps=max_steps),
         home=home,
+        **({"believed_at": as_of_from_text(believed_at)} if believed_at else {}),
     )
     if as_json:
         click.echo(json.dumps(answer.as_dict(), indent=2, default=str))

@@ -50,7 +50,7 @@ SLOT_WORDS: dict[str, str] = {
     "age": "old age",
 }
 _SLOT_TOKENS = {slot: frozenset(tokenize(words)) for slot, words in SLOT_WORDS.items()}
-NOT_CURRENT = ("superseded", "ended", "not_yet", "archived", "stale", "rejected")
+NOT_CURRENT = ("superseded", "ended", "not_yet", "archived", "stale", "rejected", "unrecorded")
 FACT_SEEDS = 30  # strongest messages whose facts the current_facts path looks at
 
 
@@ -234,8 +234,11 @@ class FactView:
         return None
 
     def note(self, claim: dict) -> FactNote | None:
-        if not self.known(claim):
-            return None
+        if not self.known(claim):  # told, but memory had not read it at `believed_at`
+            return FactNote(
+                claim["claim_id"], claim["subject_label"] or claim["subject"], claim["attribute"], claim["value"],
+                "unrecorded", claim["valid_from"], None, None, reason="recorded after the time believed at",
+            )  # fmt: skip
         status = self._claim_status(claim)
         version = self.version(claim["claim_id"]) if status in ("active", "disputed") else None
         if version is None and claim["polarity"] == "negated" and status == "active":

@@ -197,7 +197,10 @@ class MemoryServer:
             paths_available=answer.paths_available,
         )
 
-    def ask(self, corpus: str, question: str, as_of: str | None, max_steps: int) -> AskMemoryResult:
+    def ask(
+        self, corpus: str, question: str, as_of: str | None, max_steps: int, believed_at: str | None = None
+    ) -> AskMemoryResult:
+        view = {"believed_at": as_of_from_text(believed_at)} if believed_at else {}
         answer = ask(
             question,
             corpus,
@@ -206,6 +209,7 @@ class MemoryServer:
             driver=self.agent_driver,
             budget=AgentBudget(max_steps=max_steps),
             pool=self.pool,
+            **view,
         )
         return AskMemoryResult(
             corpus=corpus,
@@ -279,13 +283,17 @@ def build_server(memory: MemoryServer):
 
     @tool()
     def ask_memory(
-        corpus: str, question: str, as_of: str | None = None, max_steps: int = 6
+        corpus: str,
+        question: str,
+        as_of: str | None = None,
+        max_steps: int = 6,
+        believed_at: str | None = None,
     ) -> AskMemoryResult:
         """A question answered by the Planner > Scout > Synthesizer loop: an answer whose every sentence cites
         the evidence it rests on (or an abstention), the evidence, and every step taken. `as_of` (ISO date)
         is the question's date (a bare date: its end): memory as it stood then, relative time words read
-        against it."""
-        return memory.ask(corpus, question, as_of, max(3, min(max_steps, 12)))
+        against it; `believed_at` (ISO date or time): the facts as memory believed them then."""
+        return memory.ask(corpus, question, as_of, max(3, min(max_steps, 12)), believed_at)
 
     @tool()
     def smart_search(corpus: str, query: str, k: int = 8) -> dict:

@@ -149,10 +149,16 @@ class ScopedTools:
         return [r for r in refs if self.guard.node(r["type"], r["id"])]
 
     def smart_search(
-        self, query: str, k: int = 8, *, as_of: datetime | None = None, since: datetime | None = None
+        self,
+        query: str,
+        k: int = 8,
+        *,
+        as_of: datetime | None = None,
+        since: datetime | None = None,
+        believed_at: datetime | None = None,
     ) -> dict:
         out = self.tools.smart_search(
-            query, k=min(self.tools.limits.max_ids, k * 3), as_of=as_of, since=since
+            query, k=min(self.tools.limits.max_ids, k * 3), as_of=as_of, since=since, believed_at=believed_at
         )
         out["results"] = [r for r in out["results"] if self.guard.message(r["id"])][:k]
         out["concepts"] = [c for c in out["concepts"] if self.guard.node("Concept", c["id"])]

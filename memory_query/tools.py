@@ -107,16 +107,23 @@ class MemoryTools:
 
     # ------------------------------------------------------------------------------------ tools
     def smart_search(
-        self, query: str, k: int = 8, *, as_of: datetime | None = None, since: datetime | None = None
+        self,
+        query: str,
+        k: int = 8,
+        *,
+        as_of: datetime | None = None,
+        since: datetime | None = None,
+        believed_at: datetime | None = None,
     ) -> dict:
         """Evidence messages for a query; when the whole query finds little, each component is searched
         and the results merged (OR fallback). `as_of` / `since` bound the messages' time (memory as it
-        stood then; a time range to search inside)."""
+        stood then; a time range to search inside); `believed_at` reads the facts as memory believed
+        them then (system time)."""
         started = time.perf_counter()
         if not query.strip():
             raise ToolError("query is empty")
         k = max(1, min(int(k), self.limits.max_ids))
-        window = {"as_of": as_of, "since": since}
+        window = {"as_of": as_of, "since": since, "believed_at": believed_at}
         answer = rank(self.reader, query, k, settings=self.settings, **window)
         results = {i.message_id: (i, None) for i in answer.items}
         # OR fallback: a multi-part query, or one whose words matched little, is also searched part by part
@@ -143,6 +150,12 @@ class MemoryTools:
                     "snippet": _snip(i.text),
                     "score": round(i.score, 4),
                     "paths": i.paths,
+                    # the facts it states that the query asks about, with their status in the view read
+                    "facts": [
+                        {"attribute": f["attribute"], "value": f["value"], "status": f["status"]}
+                        for f in i.facts
+                        if f.get("asked")
+                    ],
                     **({"matched_component": part} if part else {}),
                 }
                 for i, part in ranked

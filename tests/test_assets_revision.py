@@ -143,6 +143,36 @@ def test_believed_at_answers_what_memory_held_before_it_learnt_more(home, runner
     then = query_memory("Where do I live?", "moves", 4, home=home, believed_at=between)
     assert _residence(now)[:2] == [("Seattle", "current"), ("Portland", "superseded")]
     assert ("Portland", "current") in _residence(then) and ("Seattle", "current") not in _residence(then)
+    # the agent reads the same view: its answer as memory believed it then
+    from memory_query.api import ask
+
+    asked_now, asked_then = (
+        ask("Where do I live?", "moves", home=home, **view) for view in ({}, {"believed_at": between})
+    )
+    assert "Seattle" in asked_now.answer and "Portland" not in asked_now.answer
+    assert "Portland" in asked_then.answer and "Seattle" not in asked_then.answer
+    assert {"I live in Seattle now.", "I live in Portland with my wife Anna."} <= {
+        e.quote for e in asked_then.evidence
+    }
+    # and so do the commands
+    from memory_cli.main import cli
+
+    for command in ("query", "ask"):
+        args = ["--home", str(home.root), command, "moves", "Where do I live?", "--json"]
+        now_out, then_out = (
+            CliRunner().invoke(cli, args + extra, obj={})
+            for extra in ([], ["--believed-at", between.isoformat()])
+        )
+        assert now_out.exit_code == 0 and then_out.exit_code == 0, (now_out.output, then_out.output)
+        now_json, then_json = json.loads(now_out.output), json.loads(then_out.output)
+        if command == "ask":
+            assert "Seattle" in now_json["answer"] and "Portland" in then_json["answer"]
+        else:
+            first = [i["text"] for i in then_json["items"][:1]]
+            assert "Portland" in first[0] and "Seattle" in now_json["items"][0]["text"], (
+                first,
+                now_json["items"][0],
+            )
     with reading("moves", home) as reader:
         believed = {g["slot"]: g for g in fact_history(reader, believed_at=between)}
         current = {g["slot"]: g for g in fact_history(reader)}

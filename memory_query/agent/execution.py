@@ -14,6 +14,7 @@ from memory_core.lexical import tokenize
 from memory_query.agent.driver import AgentState, Observation, ScoutAction
 from memory_query.agent.findings import Candidate
 from memory_query.agent.planner import content_tokens
+from memory_query.facts import NOT_CURRENT
 from memory_query.scoping import ScopedTools
 
 DEFAULT_K = 10
@@ -100,6 +101,7 @@ class Observer:
     ) -> list[Candidate]:
         rows = self._rows(action, result, state)
         out = []
+        replaced = _replaced(result) if action.tool == "smart_search" else set()
         for rank, (mid, snippet, score, paths, how, base) in enumerate(rows, 1):
             meta = self._meta(mid)
             if meta is None:
@@ -121,6 +123,7 @@ class Observer:
                     rank=walked,
                     grounded=grounded,
                     how=how if how not in ("", "lens") else "",
+                    replaced=mid in replaced,
                 )
             )
         return out
@@ -165,3 +168,14 @@ class Observer:
         for t in result.get("topics", []):
             if t["id"] not in known and wanted & set(tokenize(t["label"])):
                 plan.entry_topics.append({"id": t["id"], "label": t["label"], "for": action.sub})
+
+
+def _replaced(result: dict) -> set[str]:
+    """Messages of a search result stating an asked fact that the view holds as no longer current (and none
+    that is current): "I live in Portland" once "I live in Seattle now" replaced it."""
+    out = set()
+    for r in result["results"]:
+        statuses = {f["status"] for f in r.get("facts", ())}
+        if statuses & set(NOT_CURRENT) and "current" not in statuses:
+            out.add(r["id"])
+    return out

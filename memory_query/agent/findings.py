@@ -30,6 +30,8 @@ class Candidate:
     grounded: bool  # its snippet holds some of the sub-question's words
     strategy_ok: bool = True  # the call that found it found the sub-question's words at all
     how: str = ""  # how it was reached, when not by the strategy's own result ("NEXT after …")
+    # it states a fact the question asks about that memory holds as no longer current (superseded, ended)
+    replaced: bool = False
 
     @property
     def why(self) -> str:
@@ -56,6 +58,7 @@ class Evidence:
     sub_label: str
     why: str
     concept_ids: list[str] = field(default_factory=list)  # concepts this message is evidence for
+    replaced: bool = False  # it states an asked fact memory holds as no longer current
 
     @property
     def citation(self) -> str:

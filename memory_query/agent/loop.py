@@ -243,6 +243,7 @@ class AgentLoop:
                     sub_label=plan.subs[sub].label,
                     why=found.why if found else "submitted by the Scout",
                     concept_ids=[c["id"] for c in concepts if mid in c["evidence"]],
+                    replaced=found.replaced if found else False,
                 )
             )
         return out, concepts

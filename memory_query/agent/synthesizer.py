@@ -144,6 +144,7 @@ class OfflineSynthesizer:
         return max(
             mine,
             key=lambda e: (
+                not e.replaced,  # a fact memory holds as replaced never answers over the one that replaced it
                 e.match,
                 e.sub == sub,
                 len(wanted & set(tokenize(e.text))),
