@@ -21,6 +21,7 @@ from memory_assets.read_side import assets as read_side_assets
 from memory_assets.read_side import checks as read_side_checks
 from memory_assets.revision import assets as revision_assets
 from memory_assets.revision import checks as revision_checks
+from memory_assets.run_health import dead_run_reaper
 from memory_assets.topics import assets as topics_assets
 from memory_assets.topics import checks as topics_checks
 from memory_resources.embeddings import EmbeddingsResource
@@ -71,6 +72,6 @@ defs = dg.Definitions(
     asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
     jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
     schedules=[gardener_nightly],
-    sensors=[inbox_sensor],
+    sensors=[inbox_sensor, dead_run_reaper],
     resources=default_resources(),
 ).map_asset_specs(func=_policy)

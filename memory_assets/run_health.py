@@ -339,3 +339,18 @@ def cancel_run(instance: dg.DagsterInstance, run_id: str | None, signum: int, st
 
 def _say(stream: TextIO | None, line: str) -> None:
     print(line, file=stream or sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ the daemon's side
+@dg.sensor(
+    name="dead_run_reaper",
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute while the daemon runs: runs whose process is gone are marked failed and their "
+    "pool slots freed, so queued runs start without waiting for the next `memory-os materialize`.",
+)
+def dead_run_reaper(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+    """Idempotent: only runs whose process is known to be gone are touched, so evaluating it (also as the
+    UI's tick preview) never changes a live run."""
+    reaped = reap_dead_runs(context.instance)
+    return dg.SkipReason(describe_reaped(reaped) if reaped else "no dead runs")

@@ -306,7 +306,7 @@ def gardener_proposals(ctx, name, status, category, as_json) -> None:
         query = query.where(lp.status == status)
     if category:
         query = query.where(lp.category == category)
-    with home.corpus(name).staging.connect() as conn:
+    with home.corpus(name, readonly=True).staging.connect() as conn:
         rows = [dict(r) for r in conn.execute(query).mappings()]
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
@@ -329,7 +329,7 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
 
     home = _home(ctx)
     registered_source(home, name)
-    rows = list_actions(home.corpus(name), run_id=run_id)
+    rows = list_actions(home.corpus(name, readonly=True), run_id=run_id)
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return

@@ -103,7 +103,7 @@ def reactions_residue(ctx, name, as_json) -> None:
 
     home = ctx.obj["home"]
     registered_source(home, name)
-    store = home.corpus(name)
+    store = home.corpus(name, readonly=True)
     graphs = _graphs(store)
     try:
         left = residue(store, ResponseCache.in_dir(home.cache_dir), graphs)

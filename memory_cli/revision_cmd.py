@@ -112,7 +112,7 @@ def repairs_list(ctx, name, status, as_json) -> None:
                    rq.cited_message_ids, rq.enqueued_at, rq.resolved_at).order_by(rq.repair_id)  # fmt: skip
     if status:
         query = query.where(rq.status == status)
-    with home.corpus(name).staging.connect() as conn:
+    with home.corpus(name, readonly=True).staging.connect() as conn:
         rows = [dict(r) for r in conn.execute(query).mappings()]
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))

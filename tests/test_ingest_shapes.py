@@ -263,3 +263,25 @@ def test_every_reason_names_values_without_quoting_texts(home, tmp_path):
     reasons = [dl["reason"] for dl in rows(store, dead_letters, dead_letters.c.dead_letter_id)]
     assert reasons == ["unknown role a string of 38 chars", "message id 'm3' repeats"]
     assert json.dumps(reasons).count("anxious") == 0
+
+
+def test_a_record_the_parser_loses_fails_the_accounting(home, tmp_path, monkeypatch):
+    """The census counts the file without the parser: a parser that silently drops a record (the bug class
+    the accounting exists for) leaves the check red, naming how many records are unaccounted."""
+    from memory_core import ingest
+    from memory_core.ingest.jsonl import parse_jsonl
+    from memory_core.ingest.records import ParsedConversation
+
+    def lossy(path, max_chars, record_id=None):
+        for item in parse_jsonl(path, max_chars, record_id=record_id):
+            if isinstance(item, ParsedConversation) and len(item.messages) > 1:
+                item.messages.pop()  # one message vanishes, as with a key the parser did not know
+            yield item
+
+    monkeypatch.setitem(ingest.PARSERS, "jsonl", lossy)
+    path = write_jsonl(tmp_path / "lossy.jsonl", jsonl_rows())
+    store = home.corpus("lossy")
+    report = ingest_file(store, path, "jsonl")
+    result = contracts.input_accounting(store)
+    assert not balanced(report)
+    assert result.passed is False and result.figures["unaccounted"] == 1, result.figures

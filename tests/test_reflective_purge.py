@@ -242,3 +242,35 @@ def test_reflective_concepts_built_before_are_archived_with_an_action_log_row(ho
     assert states == {"k-m1": "archived", "k-m2": "active"}
     assert [(r["action"], r["concept_id"]) for r in logged] == [("archive", "k-m1")]
     assert residue(store)["concept_layer"] == 0
+
+
+def test_retention_purges_like_a_purge_and_the_cache_cannot_bring_expired_reactions_back(
+    home, chat_server, tmp_path
+):
+    """Reactions past their retention leave as a purge leaves: deleted, their cached answers redacted and
+    their messages tombstoned, so a rebuild with another teacher and then the cached LLM answers again
+    writes none of them back."""
+    chat_server.rules.append((lambda req: True, answer))
+    instance = memory_instance(home)
+    rows = [
+        {"id": i, "conversation_id": "c1", "role": role, "text": text, "created_at": 1_700_000_000 + 60 * n}
+        for n, (i, role, text) in enumerate(ROWS)
+    ]
+    runner = _runner(home, instance, chat_server)
+    runner.register(plan_corpora("trip", write_jsonl(tmp_path / "trip.jsonl", rows)))
+    expire_now = {"extraction": {"config": {"reaction_retention_days": 0.0}}}
+    run = runner.materialize("trip", BUILD, expire_now)
+    assert run.success
+    store = home.corpus("trip")
+    cache = ResponseCache.in_dir(home.cache_dir)
+    assert _reactions(store) == []  # expired by the run that wrote them
+    left = residue(store, cache, [])
+    assert left["reflective_store"] == 0 and left["llm_cache"] == 0 and left["residuals"] == 0, left
+
+    offline = CorpusRunner(
+        home, instance, resources={"embeddings": EmbeddingsResource(provider="hashing", hashing_dim=64)}
+    )
+    assert offline.materialize("trip", BUILD).success and _reactions(store) == []
+    asked = len(chat_server.requests)
+    assert _runner(home, instance, chat_server).materialize("trip", BUILD).success  # answered from the cache
+    assert len(chat_server.requests) == asked and _reactions(store) == []

@@ -68,6 +68,34 @@ def test_reap_marks_runs_of_dead_processes_failed_and_frees_their_slots(instance
     assert reap_dead_runs(instance) == []  # nothing left to do
 
 
+def test_the_daemons_reaper_sensor_frees_a_dead_runs_slots_for_a_queued_run(instance):
+    """The daemon's side (`dead_run_reaper`, on by default): a dead STARTED run is failed and its slot freed
+    without any `memory-os` command, so the next run of the same corpus waiting for it gets it; a tick with
+    nothing dead changes nothing."""
+    from memory_assets.run_health import dead_run_reaper
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    tags = {**process_tags(), PID_TAG: str(dead.pid), "dagster/partition": "notes"}
+    tags.pop("memory_os/pid_started", None)
+    job = dg.GraphDefinition("g", node_defs=[]).to_job()
+    killed = instance.create_run_for_job(job, tags=tags, status=dg.DagsterRunStatus.STARTED)
+    waiting = instance.create_run_for_job(
+        job, tags={**process_tags(), "dagster/partition": "notes"}, status=dg.DagsterRunStatus.STARTED
+    )
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots("llm", 1)
+    assert storage.claim_concurrency_slot("llm", killed.run_id, "extraction").is_claimed
+    assert not storage.claim_concurrency_slot("llm", waiting.run_id, "extraction").is_claimed
+
+    tick = dead_run_reaper(dg.build_sensor_context(instance=instance))
+    assert killed.run_id[:8] in tick.skip_message and "notes" in tick.skip_message
+    assert instance.get_run_by_id(killed.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(waiting.run_id).status == dg.DagsterRunStatus.STARTED  # alive: untouched
+    assert storage.claim_concurrency_slot("llm", waiting.run_id, "extraction").is_claimed
+    assert dead_run_reaper(dg.build_sensor_context(instance=instance)).skip_message == "no dead runs"
+
+
 # ------------------------------------------------------------------------------------------ scenarios
 class Cli:
     """The command line in subprocesses, on one memory home and one Dagster home."""

@@ -38,3 +38,22 @@ def test_a_reader_opened_before_the_build_reads_the_built_store(home, tmp_path):
         ingest_file(home.corpus("notes"), write_jsonl(tmp_path / "n.jsonl", jsonl_rows()), "jsonl")
         items = query_memory("flight May 3", "notes", home=home, pool=pool).items
     assert items and items[0].source_ref == "m1"
+
+
+def test_read_commands_on_a_registered_name_not_built_create_no_corpus_folder(home, tmp_path):
+    from click.testing import CliRunner
+
+    from memory_cli.main import cli
+
+    register(home, plan_corpora("later", write_jsonl(tmp_path / "m.jsonl", jsonl_rows())))
+    base = ["--home", str(home.root)]
+    for args in (
+        ["gardener", "proposals", "later", "--json"],
+        ["gardener", "actions", "later", "--json"],
+        ["repairs", "list", "later", "--json"],
+        ["reactions", "residue", "later", "--json"],
+        ["stats", "later", "--json"],
+    ):
+        out = CliRunner().invoke(cli, base + args, obj={})
+        assert out.exit_code == 0, (args, out.output)
+        assert not home.corpus("later").dir.exists(), args

@@ -10,6 +10,7 @@ from memory_assets.partitions import corpus_partitions
 from memory_core.extraction.quality import reaction_quality
 from memory_core.extraction.report import UserReactionsReport
 from memory_core.extraction.stage import extract_corpus
+from memory_core.llm.cache import ResponseCache
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
@@ -59,6 +60,7 @@ def extraction(
             parallel=config.parallel_calls,
             retention_days=config.reaction_retention_days,
             log=context.log.info,
+            cache=ResponseCache.in_dir(storage.memory_home().cache_dir),
         )
     yield materialize_result(
         report, asset_key="mentions", tables={"rejected_reasons": Table(), "residual_reasons": Table()}

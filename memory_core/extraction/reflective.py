@@ -97,19 +97,6 @@ def all_message_ids(store: CorpusStore) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ retention
-def purge_expired_reactions(store: CorpusStore, now: datetime | None = None) -> int:
-    """Retention: delete reactions whose `expires_at` has passed; returns how many. The caller holds the
-    corpus write lock."""
-    now = now or utcnow()
-    with store.reflective.begin() as conn:
-        result = conn.execute(
-            delete(user_reactions).where(
-                user_reactions.c.expires_at.is_not(None), user_reactions.c.expires_at <= now
-            )
-        )
-    return result.rowcount or 0
-
-
 def reaction_count(store: CorpusStore) -> int:
     with store.reflective.connect() as conn:
         return conn.execute(select(func.count()).select_from(user_reactions)).scalar_one()

@@ -128,11 +128,25 @@ def purge_reflective(
         report.cache_answers = cache.redact(_extraction_keys(store, segments), _redacted_answer)
     report.residuals = _purge_residuals(store, segments)
     report.graph_nodes = sum(graph.delete_label(REACTION_LABEL) for graph in graphs)
-    report.concepts_archived = archive_reflective_concepts(store, now, run_id)
+    if not expired_only:  # feelings read into concepts are the corpus's, not one expired reaction's
+        report.concepts_archived = archive_reflective_concepts(store, now, run_id)
     for engine in (store.reflective, store.staging):
         wipe_free_pages(engine)
     report.residue = residue(store, cache, graphs)
     return report
+
+
+def expire_reactions(
+    store: CorpusStore, cache: ResponseCache | None = None, now: datetime | None = None
+) -> int:
+    """Retention, run by every extraction: the reactions past `expires_at` are purged as `purge_reflective`
+    purges — deleted, tombstoned (a re-extraction, also one answered from the cache, does not bring them
+    back), their cached answers and residuals redacted. Returns how many. The caller holds the write lock."""
+    expired = user_reactions.c.expires_at.is_not(None) & (user_reactions.c.expires_at <= (now or utcnow()))
+    with store.reflective.connect() as conn:
+        if conn.execute(select(user_reactions.c.reaction_id).where(expired).limit(1)).first() is None:
+            return 0  # the usual case: nothing expired, nothing to scan
+    return purge_reflective(store, cache, (), expired_only=True, now=now).reactions
 
 
 def _extraction_keys(store: CorpusStore, segments: set[str] | None) -> list[str]:

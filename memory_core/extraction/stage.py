@@ -33,10 +33,10 @@ from memory_core.extraction.mapper import STAGE as RESIDUAL_STAGE
 from memory_core.extraction.mapper import MappedSegment, map_extraction
 from memory_core.extraction.reflective import (
     drop_tombstoned,
-    purge_expired_reactions,
     tombstoned,
     withhold_reflective,
 )
+from memory_core.extraction.reflective_purge import expire_reactions
 from memory_core.extraction.report import ExtractionReport
 from memory_core.extraction.teacher import (
     MessageView,
@@ -47,6 +47,7 @@ from memory_core.extraction.teacher import (
 )
 from memory_core.llm.accounting import call_row, record_calls
 from memory_core.llm.base import LLMConfigurationError
+from memory_core.llm.cache import ResponseCache
 from memory_core.ontology.extraction import ReactionCandidate
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
@@ -176,6 +177,7 @@ def extract_corpus(
     parallel: int = 1,
     retention_days: float | None = None,
     log: Callable[[str], None] | None = None,
+    cache: ResponseCache | None = None,
 ) -> ExtractionReport:
     started = time.perf_counter()
     report = ExtractionReport(
@@ -228,7 +230,8 @@ def extract_corpus(
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
-    report.reactions_expired = purge_expired_reactions(store)
+    # retention purges as a purge does: the answers in `cache` (the LLM cache) that held them are redacted
+    report.reactions_expired = expire_reactions(store, cache)
     report.seconds = time.perf_counter() - started
     return report
 
