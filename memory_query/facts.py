@@ -102,13 +102,18 @@ class FactTable:
 def branch_alternatives(reader: CorpusReader) -> dict[str, str]:
     """For each message of an abandoned ChatGPT branch, the active-branch message at the same depth below
     the point where the branches fork (the edited message's kept version, its reply ...)."""
+    abandoned = messages.c.attributes["on_active_branch"].as_boolean().is_(False)
     with reader.store.source.connect() as conn:
-        branched = [
-            r.conversation_id
-            for r in conn.execute(
-                select(conversations.c.conversation_id).where(conversations.c.source_format == "chatgpt")
-            )
-        ]
+        # only conversations holding an abandoned branch (most hold none): decoding every message's
+        # attributes of a 100k-message export cost a cold query seconds
+        branched = list(
+            conn.execute(
+                select(messages.c.conversation_id)
+                .join(conversations, conversations.c.conversation_id == messages.c.conversation_id)
+                .where(conversations.c.source_format == "chatgpt", abandoned)
+                .distinct()
+            ).scalars()
+        )
         rows = []
         for i in range(0, len(branched), 500):
             rows += conn.execute(

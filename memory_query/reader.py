@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 
 from memory_core.embeddings import Embedder
 from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
@@ -142,7 +142,9 @@ class CorpusReader:
                     messages.c.position,
                     messages.c.role,
                     messages.c.author,
-                    messages.c.created_at,
+                    # as stored (ISO text on SQLite): numpy parses 100k of them at once, far faster than a
+                    # datetime per row
+                    type_coerce(messages.c.created_at, String).label("created_at"),
                     messages.c.time_derived,
                     messages.c.source_ref,
                 ).order_by(messages.c.conversation_id, messages.c.position)
@@ -160,7 +162,7 @@ class CorpusReader:
             position=np.fromiter((r.position for r in rows), dtype=np.int32, count=len(rows)),
             role=np.array([r.role for r in rows], dtype=object),
             author=[r.author for r in rows],
-            created_at=np.array([r.created_at for r in rows], dtype="datetime64[us]"),
+            created_at=_datetimes([r.created_at for r in rows]),
             time_derived=np.fromiter((bool(r.time_derived) for r in rows), dtype=bool, count=len(rows)),
             source_ref=[r.source_ref for r in rows],
         )
@@ -368,3 +370,10 @@ def embedder_for_index(index: FaissIndex) -> Embedder:
     from memory_core.embeddings import build_query_embedder, index_embedder_spec
 
     return build_query_embedder(index_embedder_spec(index.meta, index.dim))
+
+
+def _datetimes(values: list) -> np.ndarray:
+    """Stored times as datetime64[us]: ISO text (SQLite) parsed at once, datetimes (Postgres) as they are."""
+    if values and isinstance(values[0], str):
+        return np.array([v.replace(" ", "T", 1) for v in values], dtype="datetime64[us]")
+    return np.array(values, dtype="datetime64[us]")
