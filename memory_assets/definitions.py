@@ -66,11 +66,19 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     }
 
 
-defs = dg.Definitions(
-    assets=dg.load_assets_from_modules(ASSET_MODULES),
-    asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
-    jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
-    schedules=[gardener_nightly],
-    sensors=[inbox_sensor],
-    resources=default_resources(),
-).map_asset_specs(func=_policy)
+def build_definitions(resources: dict[str, object] | None = None) -> dg.Definitions:
+    """The code location with `resources` (default: `default_resources()`). Global policy is applied here:
+    owners and stage tags on every asset, and the in-process executor for every job, the UI's asset runs
+    included (a process per step would re-import torch and the sentence model for each one)."""
+    return dg.Definitions(
+        assets=dg.load_assets_from_modules(ASSET_MODULES),
+        asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
+        jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
+        schedules=[gardener_nightly],
+        sensors=[inbox_sensor],
+        resources=resources or default_resources(),
+        executor=dg.in_process_executor,
+    ).map_asset_specs(func=_policy)
+
+
+defs = build_definitions()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -43,7 +43,7 @@ from memory_resources.storage import MemoryStorage
 
 _TAG = "memory_os/runner_invocation"
 # the progress lines replace Dagster's console log; a run's logs stay whole in the instance
-_QUIET_CONSOLE = {"console": {"config": {"log_level": "ERROR"}}}
+_QUIET_CONSOLE = {"console": {"config": {"log_level": "CRITICAL"}}}
 
 
 def bound_resources(home: MemoryHome, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -81,6 +81,16 @@ class CorpusRun:
             if not e.passed and e.severity.value == severity
         )
 
+    def user_error(self) -> str | None:
+        """The message of the error raised on purpose (a bad input, a corpus not registered) that failed a
+        step of the run, if one did: the one line a user is shown instead of the step's traceback."""
+        for event in self.result.all_events:
+            if event.is_step_failure and event.step_failure_data is not None:
+                message = user_error_message(event.step_failure_data.error)
+                if message:
+                    return message
+        return None
+
     @property
     def passed(self) -> bool:
         """The run succeeded and no ERROR-severity check failed."""
@@ -116,10 +126,10 @@ class CorpusRunner:
 
     @property
     def defs(self) -> dg.Definitions:
-        if self._defs is None:
-            from memory_assets.definitions import defs
+        if self._defs is None:  # the code location with this runner's resources bound (a job needs them)
+            from memory_assets.definitions import build_definitions
 
-            self._defs = defs
+            self._defs = build_definitions(self.resources)
         return self._defs
 
     # ------------------------------------------------------------------------------------------ corpora
@@ -166,13 +176,14 @@ class CorpusRunner:
         follower = _Progress(self.instance, tag, progress, RunWaits(self.instance, say, store))
         follower.start()
         started = time.perf_counter()
+        job = self.job_for(wanted)
 
         def run() -> dg.ExecuteInProcessResult:
-            return dg.materialize(
-                assets=[*self.defs.assets, *(self.defs.asset_checks or [])],
-                selection=wanted,
+            # the named job (not an ephemeral one): CLI and UI runs share one history, re-executable there
+            return job.execute_in_process(
                 instance=self.instance,
                 partition_key=corpus,
+                asset_selection=sorted(wanted, key=lambda k: k.to_user_string()),
                 resources=self.resources,
                 run_config={"loggers": _QUIET_CONSOLE, **({"ops": dict(ops)} if ops else {})},
                 raise_on_error=False,
@@ -188,16 +199,78 @@ class CorpusRunner:
             follower.join(timeout=10)
         return CorpusRun(corpus, result, time.perf_counter() - started, self.instance)
 
-    def _selection(self, selection: Sequence[str] | None) -> dg.AssetSelection:
+    def job_for(self, keys: Collection[dg.AssetKey]) -> dg.JobDefinition:
+        """The smallest named job of the code location whose selection covers `keys`."""
+        graph = self.defs.resolve_asset_graph()
+        covering = []
+        for job in self.defs.resolve_all_job_defs():
+            if job.name.startswith("__") or job.asset_layer is None:
+                continue
+            own = set(job.asset_layer.asset_graph.get_all_asset_keys()) & graph.get_all_asset_keys()
+            executable = {k for k in own if job.asset_layer.asset_graph.get(k).is_executable}
+            if set(keys) <= executable:
+                covering.append((len(executable), job.name, job))
+        if not covering:
+            raise InputError(
+                f"no job of the code location builds {', '.join(k.to_user_string() for k in keys)}"
+            )
+        return min(covering, key=lambda c: c[:2])[2]
+
+    def selected_keys(self, selection: Sequence[str] | None) -> list[str]:
+        """The asset keys a selection of names stands for (see `_selection`), sorted."""
+        return sorted(k.to_user_string() for k in self._selection(selection))
+
+    def _selection(self, selection: Sequence[str] | None) -> set[dg.AssetKey]:
+        """Asset keys of `selection`: asset keys, step names (`extraction`) or stage groups (`ingestion`),
+        each expanded to every key of its multi-asset (they are built together)."""
+        graph = self.defs.resolve_asset_graph()
         if not selection:
-            return dg.AssetSelection.all()
-        keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        wanted = [dg.AssetKey.from_user_string(s) for s in selection]
-        unknown = [s for s, key in zip(selection, wanted, strict=True) if key not in keys]
+            return set(graph.get_all_asset_keys())
+        names = self._selectable_names()
+        unknown = [s for s in selection if s not in names]
         if unknown:
-            known = ", ".join(sorted(k.to_user_string() for k in keys))
-            raise InputError(f"unknown asset(s): {', '.join(unknown)}; known: {known}")
-        return dg.AssetSelection.assets(*wanted)
+            raise InputError(
+                f"unknown asset or stage name(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}"
+            )
+        return set().union(*(names[s] for s in selection))
+
+    def _selectable_names(self) -> dict[str, set[dg.AssetKey]]:
+        groups: dict[str, set[dg.AssetKey]] = {}
+        nodes: dict[str, set[dg.AssetKey]] = {}
+        for assets_def in self.defs.assets or []:
+            if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.is_executable:
+                continue
+            keys = set(assets_def.keys)
+            for group in assets_def.group_names_by_key.values():
+                groups.setdefault(group, set()).update(keys)
+            nodes[assets_def.node_def.name] = keys  # the step name the progress lines print
+            nodes.update({key.to_user_string(): keys for key in keys})
+        return {**groups, **nodes}  # an asset key wins over a stage group of the same name (`topics`)
+
+
+def user_error_message(error) -> str | None:
+    """The message of a `MemoryOSError` in a step failure's chain of causes (a `SerializableErrorInfo`)."""
+    from memory_core import errors
+
+    ours = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception)
+    }
+    while error is not None:
+        if error.cls_name in ours:
+            return error.message.split(": ", 1)[1].strip() if ": " in error.message else error.message.strip()
+        error = error.cause
+    return None
+
+
+def _last_cause(error) -> str:
+    """The innermost error of a chain, on one line (the outer ones are Dagster's wrappers)."""
+    if error is None:
+        return "failed"
+    while error.cause is not None:
+        error = error.cause
+    return error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name or "failed"
 
 
 def _sayer(stream: TextIO | None):
@@ -224,6 +297,7 @@ class _Progress(threading.Thread):
         self.waits = waits
         self.stop = threading.Event()
         self.started: dict[str, float] = {}
+        self.checked: set[str] = set()  # check steps whose evaluation was said
 
     def run(self) -> None:
         run_id, cursor = None, None
@@ -253,14 +327,21 @@ class _Progress(threading.Thread):
         kind = event.event_type_value
         if kind == "STEP_START":
             self.started[step] = entry.timestamp
-        elif kind == "STEP_SUCCESS":
+        elif kind == "STEP_SUCCESS" and step not in self.checked:
             return f"  ✓ {step} ({entry.timestamp - self.started.get(step, entry.timestamp):.1f}s)"
         elif kind == "STEP_FAILURE":
             err = event.step_failure_data.error if event.step_failure_data else None
-            return f"  ✗ {step}: {err.message.strip() if err else 'failed'}"
+            message = user_error_message(err) or _last_cause(err)
+            return f"  ✗ {step}: {message}"
         elif kind == "ASSET_CHECK_EVALUATION":
+            # one status per check: its evaluation, not also the success of the step that evaluated it
             data = event.event_specific_data
-            if data is not None and not data.passed:
-                key = data.asset_key.to_user_string()
-                return f"  ! check {data.check_name} on {key} failed ({data.severity.value})"
+            if data is None:
+                return None
+            self.checked.add(step)
+            took = entry.timestamp - self.started.get(step, entry.timestamp)
+            name = f"check {data.check_name} on {data.asset_key.to_user_string()}"
+            if data.passed:
+                return f"  ✓ {name} ({took:.1f}s)"
+            return f"  ! {name} failed ({data.severity.value})"
         return None
