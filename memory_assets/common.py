@@ -3,8 +3,10 @@ rendering of core reports and contract results."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -91,6 +93,27 @@ def check_result(
     )
 
 
+class _PartitionView:
+    """A check's context as seen for one corpus partition (its `partition_key`; all else delegated)."""
+
+    def __init__(self, context: dg.AssetCheckExecutionContext, partition_key: str):
+        self._context = context
+        self.partition_key = partition_key
+        self.has_partition_key = True
+
+    def __getattr__(self, name: str):
+        return getattr(self._context, name)
+
+
+@contextlib.contextmanager
+def preview_quiet() -> Iterator[None]:
+    """Partitioned asset checks are a Dagster preview API: said once in the README, not once per check in
+    every process that loads the code location (the UI's code server and each run's worker)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        yield
+
+
 SEVERITY_METADATA_KEY = "memory_os/severity"
 
 
@@ -107,16 +130,31 @@ def corpus_check(
 
     def decorate(evaluate: Callable[..., CheckResult]) -> dg.AssetChecksDefinition:
         @functools.wraps(evaluate)
-        def run(*args, **kwargs) -> dg.AssetCheckResult:
-            return check_result(evaluate(*args, **kwargs), severity)
+        def run(context, *args, **kwargs) -> dg.AssetCheckResult:
+            if context.has_partition_key:
+                return check_result(evaluate(context, *args, **kwargs), severity)
+            # the UI's "Execute all" of a check launches a run without a partition: check every corpus
+            corpora = sorted(context.instance.get_dynamic_partitions(corpus_partitions.name))
+            results = {key: evaluate(_PartitionView(context, key), *args, **kwargs) for key in corpora}
+            failed = [key for key, r in results.items() if not r.passed]
+            return dg.AssetCheckResult(
+                passed=not failed,
+                severity=severity,
+                metadata={
+                    "corpora_checked": len(results),
+                    "corpora_failed": dg.MetadataValue.json(failed),
+                    "by_corpus": md_table([{"corpus": k, "passed": r.passed} for k, r in results.items()]),
+                },
+            )
 
-        return dg.asset_check(
-            asset=asset,
-            partitions_def=corpus_partitions,
-            blocking=blocking,
-            description=description,
-            metadata={SEVERITY_METADATA_KEY: severity.value},
-        )(run)
+        with preview_quiet():
+            return dg.asset_check(
+                asset=asset,
+                partitions_def=corpus_partitions,
+                blocking=blocking,
+                description=description,
+                metadata={SEVERITY_METADATA_KEY: severity.value},
+            )(run)
 
     return decorate
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.common import preview_quiet
 from memory_assets.consolidation import assets as consolidation_assets
 from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.extraction import assets as extraction_assets
@@ -70,6 +71,11 @@ def build_definitions(resources: dict[str, object] | None = None) -> dg.Definiti
     """The code location with `resources` (default: `default_resources()`). Global policy is applied here:
     owners and stage tags on every asset, and the in-process executor for every job, the UI's asset runs
     included (a process per step would re-import torch and the sentence model for each one)."""
+    with preview_quiet():  # map_asset_specs is a preview API too
+        return _definitions(resources)
+
+
+def _definitions(resources: dict[str, object] | None) -> dg.Definitions:
     return dg.Definitions(
         assets=dg.load_assets_from_modules(ASSET_MODULES),
         asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),

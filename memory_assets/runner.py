@@ -18,10 +18,13 @@ and how long; SIGINT/SIGTERM cancel the run and end the process.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -191,9 +194,11 @@ class CorpusRunner:
             )
 
         try:
-            result = run_interruptibly(
-                run, lambda signum: cancel_run(self.instance, _run_id(self.instance, tag), signum, progress)
-            )
+            with _runs_of_the_code_location(self.instance, job.name):
+                result = run_interruptibly(
+                    run,
+                    lambda signum: cancel_run(self.instance, _run_id(self.instance, tag), signum, progress),
+                )
         finally:
             follower.stop.set()
             follower.join(timeout=10)
@@ -271,6 +276,36 @@ def _last_cause(error) -> str:
     while error.cause is not None:
         error = error.cause
     return error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name or "failed"
+
+
+# the code location's name in the packaged workspace.yaml (a test keeps the two equal)
+CODE_LOCATION = "memory_os"
+
+
+@contextlib.contextmanager
+def _runs_of_the_code_location(instance: dg.DagsterInstance, job_name: str) -> Iterator[None]:
+    """Runs this process creates are recorded as runs of the code location's job, so the UI can re-execute
+    them (Dagster re-executes a run through its `remote_job_origin`, which an in-process run lacks; only the
+    location and repository names of the origin are used to find the job)."""
+    from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+    from dagster._core.remote_origin import (
+        ManagedGrpcPythonEnvCodeLocationOrigin,
+        RemoteJobOrigin,
+        RemoteRepositoryOrigin,
+    )
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name="memory_assets.definitions", attribute="defs"
+    )
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(target, location_name=CODE_LOCATION)
+    origin = RemoteJobOrigin(RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME), job_name)
+    create = instance.create_run_for_job
+    instance.create_run_for_job = functools.partial(create, remote_job_origin=origin)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del instance.create_run_for_job  # the class's method again
 
 
 def _sayer(stream: TextIO | None):

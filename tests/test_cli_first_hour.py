@@ -157,3 +157,21 @@ def test_gardener_apply_is_a_dry_run_unless_apply(home, tmp_path):
     out = run(home, "gardener", "apply", "garden", "--apply", "--quiet")
     assert out.exit_code == 0, out.output
     assert "applied" in out.output and "undo with" in out.output and content_hash(store) != state0
+
+
+def test_every_job_runs_in_process_and_cli_runs_belong_to_the_packaged_code_location():
+    import dagster as dg
+    import yaml
+
+    from memory_assets.definitions import defs
+    from memory_assets.instance import WORKSPACE_TEMPLATE, template
+    from memory_assets.runner import CODE_LOCATION
+
+    jobs = defs.resolve_all_job_defs()  # the named jobs and the implicit asset job the UI launches
+    assert {j.name for j in jobs} >= {"build_corpus", "gardener_apply", "__ASSET_JOB"}
+    assert all(j.executor_def.name == dg.in_process_executor.name for j in jobs)
+    workspace = yaml.safe_load(template(WORKSPACE_TEMPLATE).read_text(encoding="utf-8"))
+    assert workspace["load_from"][0]["python_module"]["location_name"] == CODE_LOCATION
+    instance = yaml.safe_load(template("dagster.yaml").read_text(encoding="utf-8"))
+    assert instance["run_coordinator"]["class"] == "CorpusRunCoordinator"
+    assert defs.resolve_schedule_def("gardener_nightly").default_status == dg.DefaultScheduleStatus.STOPPED
