@@ -41,6 +41,7 @@ from memory_assets.run_health import (
 )
 from memory_core.corpora import CorpusSource, register, registered_source
 from memory_core.errors import InputError
+from memory_core.progress import PREFIX as PROGRESS_PREFIX
 from memory_core.store.db import MemoryHome
 from memory_resources.storage import MemoryStorage
 
@@ -356,8 +357,13 @@ class _Progress(threading.Thread):
 
     def _line(self, entry) -> str | None:
         event = entry.dagster_event
-        if event is None:
-            return None
+        if event is None:  # a step's log line: only its progress inside the stage is shown
+            message = entry.user_message or ""
+            return (
+                f"    … {message.removeprefix(PROGRESS_PREFIX)}"
+                if message.startswith(PROGRESS_PREFIX)
+                else None
+            )
         step = event.step_key or ""
         kind = event.event_type_value
         if kind == "STEP_START":

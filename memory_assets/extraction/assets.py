@@ -10,6 +10,7 @@ from memory_assets.partitions import corpus_partitions
 from memory_core.extraction.quality import reaction_quality
 from memory_core.extraction.report import UserReactionsReport
 from memory_core.extraction.stage import extract_corpus
+from memory_core.progress import progress_to
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
@@ -52,7 +53,7 @@ def extraction(
     store = corpus_store(context, storage)
     teacher = llm.build_teacher(storage.memory_home())
     context.log.info(f"extraction teacher: {teacher.describe()}")
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         report = extract_corpus(
             store,
             teacher,

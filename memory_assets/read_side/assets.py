@@ -10,6 +10,7 @@ from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import GraphStore
 from memory_core.graph.stage import build_graph
+from memory_core.progress import progress_to
 from memory_core.store.db import CorpusStore
 from memory_core.vector_index import FAMILIES
 from memory_core.vector_index.stage import MessageVectors, build_indexes
@@ -96,7 +97,7 @@ def indexes(
         raise dg.Failure(f"unknown index families {unknown}; choose from {list(FAMILIES)}")
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
-    with store.write_lock(timeout_s=LOCK_WAIT_S):
+    with store.write_lock(timeout_s=LOCK_WAIT_S), progress_to(context.log.info):
         report = build_indexes(
             store,
             embedder,

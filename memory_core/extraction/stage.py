@@ -48,6 +48,7 @@ from memory_core.extraction.teacher import (
 from memory_core.llm.accounting import call_row, record_calls
 from memory_core.llm.base import LLMConfigurationError
 from memory_core.ontology.extraction import ReactionCandidate
+from memory_core.progress import Progress
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     conversations,
@@ -214,6 +215,7 @@ def extract_corpus(
             todo.append((conv_id, sha))
     pool = ThreadPoolExecutor(max_workers=parallel) if teacher.uses_llm and parallel > 1 else None
     purged = tombstoned(store) if todo else set()
+    progress = Progress("extraction", "conversations extracted", len(todo))
     try:
         for n, (conv_id, sha) in enumerate(todo, start=1):
             row = meta.get(conv_id)
@@ -221,6 +223,7 @@ def extract_corpus(
             speakers = tuple(s for s in attrs.get("speakers") or () if isinstance(s, str))
             conv = _Conversation(store, conv_id, row.source_format if row is not None else "", speakers)
             _process(store, teacher, conv, sha, report, pool, retention_days, purged)
+            progress.step()
             if log and (n % 50 == 0 or n == len(todo)):
                 log(
                     f"extraction: {n}/{len(todo)} conversations, {report.mentions_written} mentions, {report.calls} LLM calls"
@@ -228,6 +231,7 @@ def extract_corpus(
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
+    progress.finish()
     report.reactions_expired = purge_expired_reactions(store)
     report.seconds = time.perf_counter() - started
     return report
