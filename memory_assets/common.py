@@ -66,22 +66,40 @@ def dagster_metadata(
             out[key] = dg.MetadataValue.path(str(value))
         elif isinstance(value, (dict, list, tuple)):
             out[key] = dg.MetadataValue.json(list(value) if isinstance(value, tuple) else value)
+        elif is_timing(key):
+            out[f"{TIMING_PREFIX}{key}"] = value  # timings plot apart from the quality figures
         else:
             out[key] = value
     return out
 
 
+TIMING_PREFIX = "timing/"
+
+
+def is_timing(key: str) -> bool:
+    return key == "seconds" or "_seconds" in key or key.endswith(("_ms", "_per_second"))
+
+
 def materialize_result(
     report: StageReport,
     *,
+    store: CorpusStore | None = None,
     asset_key: str | None = None,
     tables: Mapping[str, Table] | None = None,
     paths: Collection[str] = (),
     extra: Mapping[str, object] | None = None,
 ) -> dg.MaterializeResult:
-    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered)."""
+    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered); with
+    the `store` and `asset_key`, its data version is the content hash of the tables the asset writes (an
+    unchanged rebuild marks nothing downstream stale) and `dagster/row_count` the rows of its main table."""
+    from memory_assets.catalog import version_metadata
+
     metadata = {**dagster_metadata(report.as_metadata(), tables, paths), **(extra or {})}
-    return dg.MaterializeResult(asset_key=asset_key, metadata=metadata)
+    version = None
+    if store is not None and asset_key is not None:
+        version, counts = version_metadata(store, asset_key)
+        metadata.update(counts)
+    return dg.MaterializeResult(asset_key=asset_key, metadata=metadata, data_version=version)
 
 
 def check_result(
@@ -108,9 +126,11 @@ class _PartitionView:
 @contextlib.contextmanager
 def preview_quiet() -> Iterator[None]:
     """Partitioned asset checks are a Dagster preview API: said once in the README, not once per check in
-    every process that loads the code location (the UI's code server and each run's worker)."""
+    every process that loads the code location (the UI's code server and each run's worker); source code
+    references are beta."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.PreviewWarning)
+        warnings.simplefilter("ignore", dg.BetaWarning)
         yield
 
 

@@ -197,6 +197,8 @@ def canonical_concepts(
     context.log.info(f"{store.name}: {report.summary()}")
     return materialize_result(
         report,
+        store=store,
+        asset_key="canonical_concepts",
         tables={"decision_reasons": Table(), "concepts_by_type_and_state": Table()},
         extra={"concept_sample": dg.MetadataValue.md(report.concept_sample)},
     )

@@ -62,7 +62,10 @@ def extraction(
             log=context.log.info,
         )
     yield materialize_result(
-        report, asset_key="mentions", tables={"rejected_reasons": Table(), "residual_reasons": Table()}
+        report,
+        store=store,
+        asset_key="mentions",
+        tables={"rejected_reasons": Table(), "residual_reasons": Table()},
     )
     reactions = UserReactionsReport(report, reaction_quality(store))
-    yield materialize_result(reactions, asset_key="user_reactions")
+    yield materialize_result(reactions, store=store, asset_key="user_reactions")

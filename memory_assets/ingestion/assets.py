@@ -33,7 +33,13 @@ def messages(
     with store.write_lock():
         report = ingest_source(store, source, config.max_message_chars)
     context.log.info(report.summary())
-    return materialize_result(report, tables={"dead_letter_reasons": Table()}, paths={"source_path"})
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="messages",
+        tables={"dead_letter_reasons": Table()},
+        paths={"source_path"},
+    )
 
 
 def _source(context: dg.AssetExecutionContext, home, corpus: str):
@@ -70,4 +76,4 @@ def segments(
     store = corpus_store(context, storage)
     with store.write_lock():
         report = build_segments(store, token_cap=config.token_cap)
-    return materialize_result(report)
+    return materialize_result(report, store=store, asset_key="segments")

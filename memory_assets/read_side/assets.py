@@ -61,7 +61,7 @@ def graph(
             store, backend, reflective=config.include_reflective, where=graph_store.describe(store)
         )
     context.log.info(report.summary(store.name))
-    return materialize_result(report, tables={"counts": Table(limit=60)})
+    return materialize_result(report, store=store, asset_key="graph", tables={"counts": Table(limit=60)})
 
 
 class IndexesConfig(dg.Config):
@@ -107,4 +107,4 @@ def indexes(
             batch_size=config.embed_batch_size,
             log=context.log.info,
         )
-    return materialize_result(report, tables={"families": Table()})
+    return materialize_result(report, store=store, asset_key="indexes", tables={"families": Table()})

@@ -201,6 +201,8 @@ def topics(
     context.log.info(report.summary(store.name))
     return materialize_result(
         report,
+        store=store,
+        asset_key="topics",
         tables={"trial_history": TRIAL_TABLE, "topics_table": Table(limit=40)},
         extra=_picture_metadata(picture, store.name),
     )
@@ -237,7 +239,9 @@ def weighted_links(
     )
     with store.write_lock(), progress_to(context.log.info):
         report = build_links(store, embedder, link_config, run_id=context.run_id, log=context.log.info)
-    return materialize_result(report, tables={"topics_with_top_concepts": Table(limit=60)})
+    return materialize_result(
+        report, store=store, asset_key="weighted_links", tables={"topics_with_top_concepts": Table(limit=60)}
+    )
 
 
 class DomainsAssetConfig(dg.Config):
@@ -310,4 +314,9 @@ def domains(
         report = build_domains(
             store, embedder, config.domains_config(), describer, run_id=context.run_id, log=context.log.info
         )
-    return materialize_result(report, tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE})
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="domains",
+        tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE},
+    )
