@@ -80,6 +80,17 @@ class ConsolidationConfig(dg.Config):
     pattern_support_similarity: float = Field(
         default=_RULES.pattern_support_similarity, description="cosine of an episode to the pattern"
     )
+    derive_themes: bool = Field(
+        default=_RULES.derive_themes, description="read themes off a person's facts (patterns they share)"
+    )
+    theme_min_episodes: int = Field(default=_RULES.theme_min_episodes, description="facts a theme needs")
+    theme_min_conversations: int = Field(
+        default=_RULES.theme_min_conversations, description="conversations a theme's facts span"
+    )
+    theme_max_share: float = Field(
+        default=_RULES.theme_max_share,
+        description="a stem in more of a person's facts is everything they say",
+    )
     instance_types: list[str] = Field(
         default=list(_RULES.instance_types),
         description="types a fact of the same subject supports as an instance",
@@ -137,6 +148,10 @@ class ConsolidationConfig(dg.Config):
                 pattern_min_episodes=self.pattern_min_episodes,
                 pattern_min_conversations=self.pattern_min_conversations,
                 pattern_support_similarity=self.pattern_support_similarity,
+                derive_themes=self.derive_themes,
+                theme_min_episodes=self.theme_min_episodes,
+                theme_min_conversations=self.theme_min_conversations,
+                theme_max_share=self.theme_max_share,
                 instance_types=tuple(self.instance_types),
                 instance_similarity=self.instance_similarity,
             ),
