@@ -3,8 +3,10 @@ rendering of core reports and contract results."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
@@ -64,22 +66,40 @@ def dagster_metadata(
             out[key] = dg.MetadataValue.path(str(value))
         elif isinstance(value, (dict, list, tuple)):
             out[key] = dg.MetadataValue.json(list(value) if isinstance(value, tuple) else value)
+        elif is_timing(key):
+            out[f"{TIMING_PREFIX}{key}"] = value  # timings plot apart from the quality figures
         else:
             out[key] = value
     return out
 
 
+TIMING_PREFIX = "timing/"
+
+
+def is_timing(key: str) -> bool:
+    return key == "seconds" or "_seconds" in key or key.endswith(("_ms", "_per_second"))
+
+
 def materialize_result(
     report: StageReport,
     *,
+    store: CorpusStore | None = None,
     asset_key: str | None = None,
     tables: Mapping[str, Table] | None = None,
     paths: Collection[str] = (),
     extra: Mapping[str, object] | None = None,
 ) -> dg.MaterializeResult:
-    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered)."""
+    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered); with
+    the `store` and `asset_key`, its data version is the content hash of the tables the asset writes (an
+    unchanged rebuild marks nothing downstream stale) and `dagster/row_count` the rows of its main table."""
+    from memory_assets.catalog import version_metadata
+
     metadata = {**dagster_metadata(report.as_metadata(), tables, paths), **(extra or {})}
-    return dg.MaterializeResult(asset_key=asset_key, metadata=metadata)
+    version = None
+    if store is not None and asset_key is not None:
+        version, counts = version_metadata(store, asset_key)
+        metadata.update(counts)
+    return dg.MaterializeResult(asset_key=asset_key, metadata=metadata, data_version=version)
 
 
 def check_result(
@@ -89,6 +109,29 @@ def check_result(
     return dg.AssetCheckResult(
         passed=bool(result.passed), severity=severity, metadata=dagster_metadata(result.as_metadata())
     )
+
+
+class _PartitionView:
+    """A check's context as seen for one corpus partition (its `partition_key`; all else delegated)."""
+
+    def __init__(self, context: dg.AssetCheckExecutionContext, partition_key: str):
+        self._context = context
+        self.partition_key = partition_key
+        self.has_partition_key = True
+
+    def __getattr__(self, name: str):
+        return getattr(self._context, name)
+
+
+@contextlib.contextmanager
+def preview_quiet() -> Iterator[None]:
+    """Partitioned asset checks are a Dagster preview API: said once in the README, not once per check in
+    every process that loads the code location (the UI's code server and each run's worker); source code
+    references are beta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        yield
 
 
 SEVERITY_METADATA_KEY = "memory_os/severity"
@@ -107,16 +150,31 @@ def corpus_check(
 
     def decorate(evaluate: Callable[..., CheckResult]) -> dg.AssetChecksDefinition:
         @functools.wraps(evaluate)
-        def run(*args, **kwargs) -> dg.AssetCheckResult:
-            return check_result(evaluate(*args, **kwargs), severity)
+        def run(context, *args, **kwargs) -> dg.AssetCheckResult:
+            if context.has_partition_key:
+                return check_result(evaluate(context, *args, **kwargs), severity)
+            # the UI's "Execute all" of a check launches a run without a partition: check every corpus
+            corpora = sorted(context.instance.get_dynamic_partitions(corpus_partitions.name))
+            results = {key: evaluate(_PartitionView(context, key), *args, **kwargs) for key in corpora}
+            failed = [key for key, r in results.items() if not r.passed]
+            return dg.AssetCheckResult(
+                passed=not failed,
+                severity=severity,
+                metadata={
+                    "corpora_checked": len(results),
+                    "corpora_failed": dg.MetadataValue.json(failed),
+                    "by_corpus": md_table([{"corpus": k, "passed": r.passed} for k, r in results.items()]),
+                },
+            )
 
-        return dg.asset_check(
-            asset=asset,
-            partitions_def=corpus_partitions,
-            blocking=blocking,
-            description=description,
-            metadata={SEVERITY_METADATA_KEY: severity.value},
-        )(run)
+        with preview_quiet():
+            return dg.asset_check(
+                asset=asset,
+                partitions_def=corpus_partitions,
+                blocking=blocking,
+                description=description,
+                metadata={SEVERITY_METADATA_KEY: severity.value},
+            )(run)
 
     return decorate
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dagster as dg
 
+from memory_assets.catalog import code_version, column_schema
+from memory_assets.common import preview_quiet
 from memory_assets.consolidation import assets as consolidation_assets
 from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.extraction import assets as extraction_assets
@@ -51,10 +53,22 @@ CHECK_MODULES = [
 
 
 def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
-    # every stage is owned by the memory team and carries its stage as a tag for filtering in the UI
+    # every stage is owned by the memory team and carries its stage as a tag for filtering in the UI; the
+    # catalog shows the columns of the table it writes
+    schema = column_schema(spec.key.to_user_string())
     return spec.replace_attributes(owners=["team:memory-os"]).merge_attributes(
-        tags={"memory_os/stage": spec.group_name or ""}
+        tags={"memory_os/stage": spec.group_name or ""},
+        metadata={"dagster/column_schema": schema} if schema is not None else {},
     )
+
+
+def _versioned(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
+    """Each asset with its code version (a hash of its function) and a link to its source."""
+    out = []
+    for a in assets:
+        version = code_version(a)
+        out.append(a.map_asset_specs(lambda spec, v=version: spec.replace_attributes(code_version=v)))
+    return dg.with_source_code_references(out)
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
@@ -67,11 +81,24 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     }
 
 
-defs = dg.Definitions(
-    assets=dg.load_assets_from_modules(ASSET_MODULES),
-    asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
-    jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
-    schedules=[gardener_nightly],
-    sensors=[inbox_sensor, dead_run_reaper],
-    resources=default_resources(),
-).map_asset_specs(func=_policy)
+def build_definitions(resources: dict[str, object] | None = None) -> dg.Definitions:
+    """The code location with `resources` (default: `default_resources()`). Global policy is applied here:
+    owners and stage tags on every asset, and the in-process executor for every job, the UI's asset runs
+    included (a process per step would re-import torch and the sentence model for each one)."""
+    with preview_quiet():  # map_asset_specs is a preview API too
+        return _definitions(resources)
+
+
+def _definitions(resources: dict[str, object] | None) -> dg.Definitions:
+    return dg.Definitions(
+        assets=_versioned(dg.load_assets_from_modules(ASSET_MODULES)),
+        asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
+        jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
+        schedules=[gardener_nightly],
+        sensors=[inbox_sensor, dead_run_reaper],
+        resources=resources or default_resources(),
+        executor=dg.in_process_executor,
+    ).map_asset_specs(func=_policy)
+
+
+defs = build_definitions()

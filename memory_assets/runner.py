@@ -18,10 +18,13 @@ and how long; SIGINT/SIGTERM cancel the run and end the process.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -38,12 +41,13 @@ from memory_assets.run_health import (
 )
 from memory_core.corpora import CorpusSource, register, registered_source
 from memory_core.errors import InputError
+from memory_core.progress import PREFIX as PROGRESS_PREFIX
 from memory_core.store.db import MemoryHome
 from memory_resources.storage import MemoryStorage
 
 _TAG = "memory_os/runner_invocation"
 # the progress lines replace Dagster's console log; a run's logs stay whole in the instance
-_QUIET_CONSOLE = {"console": {"config": {"log_level": "ERROR"}}}
+_QUIET_CONSOLE = {"console": {"config": {"log_level": "CRITICAL"}}}
 
 
 def bound_resources(home: MemoryHome, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -81,6 +85,16 @@ class CorpusRun:
             if not e.passed and e.severity.value == severity
         )
 
+    def user_error(self) -> str | None:
+        """The message of the error raised on purpose (a bad input, a corpus not registered) that failed a
+        step of the run, if one did: the one line a user is shown instead of the step's traceback."""
+        for event in self.result.all_events:
+            if event.is_step_failure and event.step_failure_data is not None:
+                message = user_error_message(event.step_failure_data.error)
+                if message:
+                    return message
+        return None
+
     @property
     def passed(self) -> bool:
         """The run succeeded and no ERROR-severity check failed."""
@@ -116,10 +130,10 @@ class CorpusRunner:
 
     @property
     def defs(self) -> dg.Definitions:
-        if self._defs is None:
-            from memory_assets.definitions import defs
+        if self._defs is None:  # the code location with this runner's resources bound (a job needs them)
+            from memory_assets.definitions import build_definitions
 
-            self._defs = defs
+            self._defs = build_definitions(self.resources)
         return self._defs
 
     # ------------------------------------------------------------------------------------------ corpora
@@ -166,13 +180,14 @@ class CorpusRunner:
         follower = _Progress(self.instance, tag, progress, RunWaits(self.instance, say, store))
         follower.start()
         started = time.perf_counter()
+        job = self.job_for(wanted)
 
         def run() -> dg.ExecuteInProcessResult:
-            return dg.materialize(
-                assets=[*self.defs.assets, *(self.defs.asset_checks or [])],
-                selection=wanted,
+            # the named job (not an ephemeral one): CLI and UI runs share one history, re-executable there
+            return job.execute_in_process(
                 instance=self.instance,
                 partition_key=corpus,
+                asset_selection=sorted(wanted, key=lambda k: k.to_user_string()),
                 resources=self.resources,
                 run_config={"loggers": _QUIET_CONSOLE, **({"ops": dict(ops)} if ops else {})},
                 raise_on_error=False,
@@ -180,24 +195,118 @@ class CorpusRunner:
             )
 
         try:
-            result = run_interruptibly(
-                run, lambda signum: cancel_run(self.instance, _run_id(self.instance, tag), signum, progress)
-            )
+            with _runs_of_the_code_location(self.instance, job.name):
+                result = run_interruptibly(
+                    run,
+                    lambda signum: cancel_run(self.instance, _run_id(self.instance, tag), signum, progress),
+                )
         finally:
             follower.stop.set()
             follower.join(timeout=10)
         return CorpusRun(corpus, result, time.perf_counter() - started, self.instance)
 
-    def _selection(self, selection: Sequence[str] | None) -> dg.AssetSelection:
+    def job_for(self, keys: Collection[dg.AssetKey]) -> dg.JobDefinition:
+        """The smallest named job of the code location whose selection covers `keys`."""
+        graph = self.defs.resolve_asset_graph()
+        covering = []
+        for job in self.defs.resolve_all_job_defs():
+            if job.name.startswith("__") or job.asset_layer is None:
+                continue
+            own = set(job.asset_layer.asset_graph.get_all_asset_keys()) & graph.get_all_asset_keys()
+            executable = {k for k in own if job.asset_layer.asset_graph.get(k).is_executable}
+            if set(keys) <= executable:
+                covering.append((len(executable), job.name, job))
+        if not covering:
+            raise InputError(
+                f"no job of the code location builds {', '.join(k.to_user_string() for k in keys)}"
+            )
+        return min(covering, key=lambda c: c[:2])[2]
+
+    def selected_keys(self, selection: Sequence[str] | None) -> list[str]:
+        """The asset keys a selection of names stands for (see `_selection`), sorted."""
+        return sorted(k.to_user_string() for k in self._selection(selection))
+
+    def _selection(self, selection: Sequence[str] | None) -> set[dg.AssetKey]:
+        """Asset keys of `selection`: asset keys, step names (`extraction`) or stage groups (`ingestion`),
+        each expanded to every key of its multi-asset (they are built together)."""
+        graph = self.defs.resolve_asset_graph()
         if not selection:
-            return dg.AssetSelection.all()
-        keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        wanted = [dg.AssetKey.from_user_string(s) for s in selection]
-        unknown = [s for s, key in zip(selection, wanted, strict=True) if key not in keys]
+            return set(graph.get_all_asset_keys())
+        names = self._selectable_names()
+        unknown = [s for s in selection if s not in names]
         if unknown:
-            known = ", ".join(sorted(k.to_user_string() for k in keys))
-            raise InputError(f"unknown asset(s): {', '.join(unknown)}; known: {known}")
-        return dg.AssetSelection.assets(*wanted)
+            raise InputError(
+                f"unknown asset or stage name(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}"
+            )
+        return set().union(*(names[s] for s in selection))
+
+    def _selectable_names(self) -> dict[str, set[dg.AssetKey]]:
+        groups: dict[str, set[dg.AssetKey]] = {}
+        nodes: dict[str, set[dg.AssetKey]] = {}
+        for assets_def in self.defs.assets or []:
+            if not isinstance(assets_def, dg.AssetsDefinition) or not assets_def.is_executable:
+                continue
+            keys = set(assets_def.keys)
+            for group in assets_def.group_names_by_key.values():
+                groups.setdefault(group, set()).update(keys)
+            nodes[assets_def.node_def.name] = keys  # the step name the progress lines print
+            nodes.update({key.to_user_string(): keys for key in keys})
+        return {**groups, **nodes}  # an asset key wins over a stage group of the same name (`topics`)
+
+
+def user_error_message(error) -> str | None:
+    """The message of a `MemoryOSError` in a step failure's chain of causes (a `SerializableErrorInfo`)."""
+    from memory_core import errors
+
+    ours = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception)
+    }
+    while error is not None:
+        if error.cls_name in ours:
+            return error.message.split(": ", 1)[1].strip() if ": " in error.message else error.message.strip()
+        error = error.cause
+    return None
+
+
+def _last_cause(error) -> str:
+    """The innermost error of a chain, on one line (the outer ones are Dagster's wrappers)."""
+    if error is None:
+        return "failed"
+    while error.cause is not None:
+        error = error.cause
+    return error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name or "failed"
+
+
+# the code location's name in the packaged workspace.yaml (a test keeps the two equal)
+CODE_LOCATION = "memory_os"
+
+
+@contextlib.contextmanager
+def _runs_of_the_code_location(instance: dg.DagsterInstance, job_name: str) -> Iterator[None]:
+    """Runs this process creates are recorded as runs of the code location's job, so the UI can re-execute
+    them (Dagster re-executes a run through its `remote_job_origin`, which an in-process run lacks; only the
+    location and repository names of the origin are used to find the job)."""
+    from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+    from dagster._core.remote_origin import (
+        ManagedGrpcPythonEnvCodeLocationOrigin,
+        RemoteJobOrigin,
+        RemoteRepositoryOrigin,
+    )
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name="memory_assets.definitions", attribute="defs"
+    )
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(target, location_name=CODE_LOCATION)
+    origin = RemoteJobOrigin(RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME), job_name)
+    create = instance.create_run_for_job
+    instance.create_run_for_job = functools.partial(create, remote_job_origin=origin)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del instance.create_run_for_job  # the class's method again
 
 
 def _sayer(stream: TextIO | None):
@@ -224,6 +333,7 @@ class _Progress(threading.Thread):
         self.waits = waits
         self.stop = threading.Event()
         self.started: dict[str, float] = {}
+        self.checked: set[str] = set()  # check steps whose evaluation was said
 
     def run(self) -> None:
         run_id, cursor = None, None
@@ -247,20 +357,32 @@ class _Progress(threading.Thread):
 
     def _line(self, entry) -> str | None:
         event = entry.dagster_event
-        if event is None:
-            return None
+        if event is None:  # a step's log line: only its progress inside the stage is shown
+            message = entry.user_message or ""
+            return (
+                f"    … {message.removeprefix(PROGRESS_PREFIX)}"
+                if message.startswith(PROGRESS_PREFIX)
+                else None
+            )
         step = event.step_key or ""
         kind = event.event_type_value
         if kind == "STEP_START":
             self.started[step] = entry.timestamp
-        elif kind == "STEP_SUCCESS":
+        elif kind == "STEP_SUCCESS" and step not in self.checked:
             return f"  ✓ {step} ({entry.timestamp - self.started.get(step, entry.timestamp):.1f}s)"
         elif kind == "STEP_FAILURE":
             err = event.step_failure_data.error if event.step_failure_data else None
-            return f"  ✗ {step}: {err.message.strip() if err else 'failed'}"
+            message = user_error_message(err) or _last_cause(err)
+            return f"  ✗ {step}: {message}"
         elif kind == "ASSET_CHECK_EVALUATION":
+            # one status per check: its evaluation, not also the success of the step that evaluated it
             data = event.event_specific_data
-            if data is not None and not data.passed:
-                key = data.asset_key.to_user_string()
-                return f"  ! check {data.check_name} on {key} failed ({data.severity.value})"
+            if data is None:
+                return None
+            self.checked.add(step)
+            took = entry.timestamp - self.started.get(step, entry.timestamp)
+            name = f"check {data.check_name} on {data.asset_key.to_user_string()}"
+            if data.passed:
+                return f"  ✓ {name} ({took:.1f}s)"
+            return f"  ! {name} failed ({data.severity.value})"
         return None

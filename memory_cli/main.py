@@ -13,10 +13,11 @@ import click
 
 from memory_cli.ask_cmd import ask_command
 from memory_cli.eval_cmd import eval_group
+from memory_cli.query_cmd import query_command, render_answer
 from memory_cli.reactions_cmd import reactions_group
 from memory_cli.revision_cmd import facts_command, repairs_group
 from memory_core import settings
-from memory_core.errors import MemoryOSError
+from memory_core.errors import InputError, MemoryOSError
 from memory_core.store.db import MemoryHome
 
 
@@ -77,17 +78,23 @@ def corpus() -> None:
 @click.option(
     "--split/--no-split", default=None, help="one corpus per record (NAME__<id>); default for LongMemEval"
 )
+@click.option("--replace", is_flag=True, help="re-point an existing corpus at PATH and delete its built data")
 @click.pass_context
-def corpus_add(ctx, name, path, source_format, question_id, sample_id, split) -> None:
-    """Register PATH as corpus NAME and add its partition."""
+def corpus_add(ctx, name, path, source_format, question_id, sample_id, split, replace) -> None:
+    """Register PATH as corpus NAME and add its partition (the file is read through first, as the build will)."""
+    from memory_cli.corpus_cmd import check_sources, delete_corpus_data
     from memory_core.corpora import plan_corpora
 
-    sources = _runner(_home(ctx)).register(
-        plan_corpora(name, path, source_format, question_id or sample_id, split)
-    )
+    home = _home(ctx)
+    sources = plan_corpora(name, path, source_format, question_id or sample_id, split)
+    replaced = check_sources(home, sources, replace)
+    for s in replaced:
+        delete_corpus_data(home, s)
+    _runner(home).register(sources)
     for s in sources:
         suffix = f" (record {s.record_id})" if s.record_id else ""
-        click.echo(f"registered {s.name}: {s.source_format} {s.path}{suffix}")
+        note = " (replaced; its built data deleted)" if s in replaced else ""
+        click.echo(f"registered {s.name}: {s.source_format} {s.path}{suffix}{note}")
 
 
 @corpus.command("list")
@@ -110,16 +117,15 @@ def corpus_list(ctx, as_json) -> None:
 @click.pass_context
 def corpus_remove(ctx, name, delete_data) -> None:
     """Unregister a corpus (and drop its partition)."""
-    import shutil
+    from memory_cli.corpus_cmd import delete_corpus_data
+    from memory_core.corpora import registered_source
 
     home = _home(ctx)
+    registered_source(home, name)  # a corpus that is not registered is an error, not a silent success
     home.unregister(name)
     _runner(home).remove_partition(name)
     if delete_data:
-        store = home.corpus(name)
-        with store.write_lock():
-            pass
-        shutil.rmtree(store.dir, ignore_errors=True)
+        delete_corpus_data(home, name)
     click.echo(f"removed {name}")
 
 
@@ -154,9 +160,15 @@ def _run_assets(
 ):
     """Materialise `selection` of corpus `name` in this process; `ops` is per-asset run config."""
     runner = _runner(home)
-    click.echo(f"materialising {name} ({', '.join(selection) if selection else 'every stage'})", err=True)
+    keys = runner.selected_keys(selection) if selection else None  # a stage or multi-asset, expanded
+    click.echo(f"materialising {name} ({', '.join(keys) if keys else 'every stage'})", err=True)
     run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr)
     failed_checks = run.failed_checks("ERROR") if run.success else []
+    user_error = None if run.success else run.user_error()
+    if (
+        user_error
+    ):  # a bad input or an unregistered corpus: the same one line and exit code as at `corpus add`
+        raise InputError(user_error)
     if failed_checks:  # a non-blocking ERROR check does not fail the Dagster run; it fails the command
         click.echo(f"failed: ERROR check(s) {', '.join(failed_checks)} (run {run.run_id})", err=True)
     elif run.success:
@@ -216,7 +228,12 @@ def gardener_triage(ctx, name, quiet) -> None:
 
 @gardener.command("apply")
 @click.argument("name")
-@click.option("--dry-run", is_flag=True, help="plan and report only; the store is left untouched")
+@click.option(
+    "--apply/--dry-run",
+    "apply",
+    default=False,
+    help="mutate the store (default: a dry run that plans and reports only, as the job does)",
+)
 @click.option("--proposal", "proposal_ids", multiple=True, help="only this proposal id (repeatable)")
 @click.option(
     "--category",
@@ -229,13 +246,15 @@ def gardener_triage(ctx, name, quiet) -> None:
 @click.option("--max-actions", default=200, show_default=True, help="stop after this many actions")
 @click.option("--quiet", is_flag=True, help="no progress lines")
 @click.pass_context
-def gardener_apply(ctx, name, dry_run, proposal_ids, categories, chooser, max_actions, quiet) -> None:
-    """Phase 1 on corpus NAME's pending proposals (the `gardener_apply` job, run in this process)."""
+def gardener_apply(ctx, name, apply, proposal_ids, categories, chooser, max_actions, quiet) -> None:
+    """Phase 1 on corpus NAME's pending proposals (the `gardener_apply` job, run in this process): a dry run
+    unless --apply."""
     from memory_core.corpora import registered_source
     from memory_core.gardener import REPORT_DIR
 
     home = _home(ctx)
     registered_source(home, name)
+    dry_run = not apply
     config = {
         "dry_run": dry_run,
         "proposal_ids": list(proposal_ids),
@@ -340,50 +359,6 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
         )
 
 
-@cli.command()
-@click.argument("name")
-@click.argument("question")
-@click.option("-k", "k", default=8, show_default=True, help="evidence items")
-@click.option("--as-of", help="ISO date: what memory held then")
-@click.option("--believed-at", help="ISO date or time: the facts as memory believed them then (system time)")
-@click.option("--psychological-access", is_flag=True, help="include reflective hypotheses (user reactions)")
-@click.option("--json", "as_json", is_flag=True)
-@click.pass_context
-def query(ctx, name, question, k, as_of, believed_at, psychological_access, as_json) -> None:
-    """Ask corpus NAME: ranked evidence with citations, the XML context, and a cited extractive answer."""
-    from datetime import datetime
-
-    from memory_core.corpora import registered_source
-    from memory_query import check_citations, query_memory
-    from memory_query.answer import extractive_answer
-
-    home = _home(ctx)
-    registered_source(home, name)
-    answer = query_memory(
-        question,
-        name,
-        k=k,
-        as_of=datetime.fromisoformat(as_of) if as_of else None,
-        psychological_access=psychological_access,
-        home=home,
-        believed_at=datetime.fromisoformat(believed_at) if believed_at else None,
-    )
-    text = extractive_answer(answer)
-    report = check_citations(text, answer.citations) if answer.items else None
-    if as_json:
-        click.echo(
-            json.dumps(
-                {**answer.as_dict(), "answer": text, "citations_valid": bool(report and report.valid)},
-                indent=2,
-                default=str,
-            )
-        )
-        return
-    click.echo(answer.context)
-    click.echo("")
-    click.echo(text)
-
-
 @cli.command("serve-mcp")
 @click.option("--corpus", "corpora", multiple=True, help="corpora to serve (default: every registered one)")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
@@ -458,9 +433,8 @@ def demo(ctx, name) -> None:
         answer = query_memory(question, name, k=5, pool=pool)
         text = extractive_answer(answer)
         valid = check_citations(text, answer.citations).valid
-        click.echo(
-            f"\nQ: {question}\n{answer.context}\nA: {text}\n(citations {'valid' if valid else 'INVALID'})"
-        )
+        click.echo(f"\nQ: {question}\nA: {render_answer(answer, text, 5)}")
+        click.echo(f"(citations {'valid' if valid else 'INVALID'})")
         if not valid:
             sys.exit(1)
 
@@ -470,6 +444,7 @@ cli.add_command(reactions_group)
 cli.add_command(facts_command)
 cli.add_command(repairs_group)
 cli.add_command(ask_command)
+cli.add_command(query_command, name="query")
 
 
 def main() -> None:  # pragma: no cover - console entry

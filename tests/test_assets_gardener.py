@@ -98,4 +98,4 @@ def test_nightly_schedule_requests_one_triage_run_per_corpus(instance):
     ]
     schedule = defs.resolve_schedule_def("gardener_nightly")
     assert schedule.job_name == "gardener_triage_job" and schedule.cron_schedule == "0 3 * * *"
-    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED  # ships off (issue 17)

@@ -6,7 +6,7 @@ import dagster as dg
 from sqlalchemy import select
 
 from memory_assets.definitions import default_resources, defs
-from memory_assets.ingestion.sensors import inbox_sensor
+from memory_assets.ingestion.sensors import inbox_sensor, register_from_run_tags
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
 from memory_core.store.schema import segments
@@ -72,6 +72,10 @@ def test_inbox_sensor_registers_dropped_files(home, instance, tmp_path):
     assert isinstance(result, dg.SensorResult)
     assert [r.partition_key for r in result.run_requests] == ["friends_chat"]
     assert result.dynamic_partitions_requests[0].partition_keys == ["friends_chat"]
+    assert home.registration("friends_chat") is None  # the evaluation (a UI preview too) writes nothing
+    request = result.run_requests[0]
+    assert request.tags["memory_os/source_format"] == "locomo"
+    register_from_run_tags(home, "friends_chat", request.tags)  # what the requested run's `messages` does
     assert home.registration("friends_chat")["source_format"] == "locomo"
     assert home.registration("broken") is None
     with dg.build_sensor_context(

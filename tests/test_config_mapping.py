@@ -87,7 +87,10 @@ CONFIGS: dict[str, Maps] = {
     "ExtractionConfig": Maps(
         core=lambda: _mod("memory_core.extraction.stage").extract_corpus,
         renamed={"parallel": "parallel_calls", "retention_days": "reaction_retention_days"},
-        unexposed={"log": "a callback (the asset logs through its context)"},
+        unexposed={
+            "log": "a callback (the asset logs through its context)",
+            "cache": "the memory home's LLM cache, whose answers retention redacts (a resource, not a setting)",
+        },
         own_default={"parallel": "the asset runs 4 LLM calls at once; the library call is sequential"},
     ),
     "ConsolidationConfig": Maps(

@@ -11,6 +11,7 @@ from memory_core.memory_loop.loop import LoopConfig, consolidate
 from memory_core.memory_loop.report import RULE_ONLY, ConsolidationReport
 from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import RouterRules
+from memory_core.progress import progress_to
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
@@ -195,7 +196,7 @@ def canonical_concepts(
     client = llm.build_client(home) if config.llm_adjudicator else None
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         run = consolidate(
             store, embedder, loop_config, context.run_id, adjudicator=adjudicator, log_fn=context.log.info
         )
@@ -211,6 +212,8 @@ def canonical_concepts(
     context.log.info(f"{store.name}: {report.summary()}")
     return materialize_result(
         report,
+        store=store,
+        asset_key="canonical_concepts",
         tables={"decision_reasons": Table(), "concepts_by_type_and_state": Table()},
         extra={"concept_sample": dg.MetadataValue.md(report.concept_sample)},
     )

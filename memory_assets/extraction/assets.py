@@ -11,6 +11,7 @@ from memory_core.extraction.quality import reaction_quality
 from memory_core.extraction.report import UserReactionsReport
 from memory_core.extraction.stage import extract_corpus
 from memory_core.llm.cache import ResponseCache
+from memory_core.progress import progress_to
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
@@ -53,7 +54,7 @@ def extraction(
     store = corpus_store(context, storage)
     teacher = llm.build_teacher(storage.memory_home())
     context.log.info(f"extraction teacher: {teacher.describe()}")
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         report = extract_corpus(
             store,
             teacher,
@@ -63,7 +64,10 @@ def extraction(
             cache=ResponseCache.in_dir(storage.memory_home().cache_dir),
         )
     yield materialize_result(
-        report, asset_key="mentions", tables={"rejected_reasons": Table(), "residual_reasons": Table()}
+        report,
+        store=store,
+        asset_key="mentions",
+        tables={"rejected_reasons": Table(), "residual_reasons": Table()},
     )
     reactions = UserReactionsReport(report, reaction_quality(store))
-    yield materialize_result(reactions, asset_key="user_reactions")
+    yield materialize_result(reactions, store=store, asset_key="user_reactions")

@@ -84,7 +84,13 @@ def gardener_triage(
             llm_batch_size=config.llm_batch_size,
         )
     context.log.info(f"{store.name}: {report.concepts} live concepts → proposals {report.counts}")
-    return materialize_result(report, tables={"top_proposals": Table()}, paths=("manifest",))
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="gardener_triage",
+        tables={"top_proposals": Table()},
+        paths=("manifest",),
+    )
 
 
 class RefactorConfig(dg.Config):
@@ -164,5 +170,9 @@ def gardener_actions(
         )
     context.log.info(f"{store.name}: {result.summary()}")
     return materialize_result(
-        result, paths=("report",), extra={"report_md": dg.MetadataValue.md(result.markdown())}
+        result,
+        store=store,
+        asset_key="gardener_actions",
+        paths=("report",),
+        extra={"report_md": dg.MetadataValue.md(result.markdown())},
     )

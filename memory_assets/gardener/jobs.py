@@ -9,19 +9,15 @@ Phase 1 run config (the `gardener_actions` asset's config):
 
 import dagster as dg
 
-from memory_assets.partitions import corpus_partitions
-
 gardener_triage_job = dg.define_asset_job(
     "gardener_triage_job",
     selection=dg.AssetSelection.assets("gardener_triage"),
-    partitions_def=corpus_partitions,
     description="Phase 0 triage of one corpus: LifecycleProposals written as pending_review.",
 )
 
 gardener_apply_job = dg.define_asset_job(
     "gardener_apply",
     selection=dg.AssetSelection.assets("gardener_actions"),
-    partitions_def=corpus_partitions,
     description="Phase 1 refactoring of one corpus's pending proposals (dry_run: true by default; set it to "
     "false to apply, proposal_ids to pick).",
 )

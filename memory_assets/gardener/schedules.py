@@ -12,7 +12,7 @@ NIGHTLY_CRON = "0 3 * * *"
     job=gardener_triage_job,
     cron_schedule=NIGHTLY_CRON,
     execution_timezone="UTC",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
+    default_status=dg.DefaultScheduleStatus.STOPPED,  # ships off: turn it on in the UI (Automation)
     description="Every night at 03:00 UTC, Phase 0 triage of every registered corpus (one run per corpus). "
     "Triage only proposes: nothing is applied without a Phase 1 run.",
 )

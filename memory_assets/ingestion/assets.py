@@ -6,6 +6,7 @@ from pydantic import Field
 from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import registered_source
+from memory_core.errors import CorpusNotFoundError
 from memory_core.ingest.records import DEFAULT_MAX_MESSAGE_CHARS
 from memory_core.ingest.stage import ingest_source
 from memory_core.segments import DEFAULT_TOKEN_CAP, build_segments
@@ -28,11 +29,34 @@ def messages(
     context: dg.AssetExecutionContext, config: MessagesConfig, storage: MemoryStorage
 ) -> dg.MaterializeResult:
     store = corpus_store(context, storage)
-    source = registered_source(storage.memory_home(), store.name)
+    source = _source(context, storage.memory_home(), store.name)
     with store.write_lock():
         report = ingest_source(store, source, config.max_message_chars)
     context.log.info(report.summary())
-    return materialize_result(report, tables={"dead_letter_reasons": Table()}, paths={"source_path"})
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="messages",
+        tables={"dead_letter_reasons": Table()},
+        paths={"source_path"},
+    )
+
+
+def _source(context: dg.AssetExecutionContext, home, corpus: str):
+    """The corpus's registered input; a run the inbox sensor requested registers it first. A partition that
+    is no registered corpus (one added by hand in the UI) fails with one line saying what to do."""
+    from memory_assets.ingestion.sensors import register_from_run_tags
+
+    try:
+        return registered_source(home, corpus)
+    except CorpusNotFoundError as exc:
+        if register_from_run_tags(home, corpus, context.run.tags):
+            return registered_source(home, corpus)
+        raise dg.Failure(
+            description=f"{exc} (a partition added in the UI is not a corpus: register its file with "
+            f"`memory-os corpus add {corpus} FILE`, or delete the partition)",
+            allow_retries=False,
+        ) from None
 
 
 class SegmentsConfig(dg.Config):
@@ -52,4 +76,4 @@ def segments(
     store = corpus_store(context, storage)
     with store.write_lock():
         report = build_segments(store, token_cap=config.token_cap)
-    return materialize_result(report)
+    return materialize_result(report, store=store, asset_key="segments")

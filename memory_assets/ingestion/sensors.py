@@ -1,4 +1,9 @@
-"""Drop-folder sensor: a file put in `<memory home>/inbox/` becomes a registered corpus and a build run."""
+"""Drop-folder sensor: a file put in `<memory home>/inbox/` becomes a registered corpus and a build run.
+
+The sensor only reads: its evaluation (and the UI's "Preview tick result") writes nothing. The corpus is
+registered by the run it requests: the run's tags carry the planned source (`SOURCE_TAGS`) and the `messages`
+asset registers it before it ingests (`register_from_run_tags`).
+"""
 
 import json
 import re
@@ -7,7 +12,7 @@ import dagster as dg
 
 from memory_assets.jobs import build_corpus_job
 from memory_assets.partitions import corpus_partitions
-from memory_core.corpora import plan_corpora, register
+from memory_core.corpora import CorpusSource, plan_corpora
 from memory_core.errors import MemoryOSError
 from memory_resources.storage import MemoryStorage
 
@@ -27,11 +32,11 @@ def corpus_name_for(filename: str) -> str:
 def inbox_sensor(
     context: dg.SensorEvaluationContext, storage: MemoryStorage
 ) -> dg.SensorResult | dg.SkipReason:
-    home = storage.memory_home()
-    inbox = home.root / "inbox"
-    inbox.mkdir(parents=True, exist_ok=True)
+    inbox = storage.memory_home().root / "inbox"
+    if not inbox.is_dir():
+        return dg.SkipReason(f"no inbox folder ({inbox})")
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    new_names: list[tuple[str, str]] = []
+    planned: list[tuple[CorpusSource, str]] = []
     for path in sorted(p for p in inbox.iterdir() if p.is_file() and not p.name.startswith(".")):
         stat = path.stat()
         fingerprint = f"{stat.st_size}:{stat.st_mtime_ns}"
@@ -43,15 +48,36 @@ def inbox_sensor(
         except MemoryOSError as exc:
             context.log.warning(f"inbox: {path.name} was not registered: {exc}")
             continue
-        register(home, sources)
-        new_names += [(s.name, fingerprint) for s in sources]
-    if not new_names:
+        planned += [(s, fingerprint) for s in sources]
+    if not planned:
         return dg.SkipReason("no new files in the inbox")
     existing = set(context.instance.get_dynamic_partitions(corpus_partitions.name))
     return dg.SensorResult(
         dynamic_partitions_requests=[
-            corpus_partitions.build_add_request(sorted({n for n, _ in new_names} - existing))
+            corpus_partitions.build_add_request(sorted({s.name for s, _ in planned} - existing))
         ],
-        run_requests=[dg.RunRequest(partition_key=n, run_key=f"{n}:{fp}") for n, fp in new_names],
+        run_requests=[
+            dg.RunRequest(partition_key=s.name, run_key=f"{s.name}:{fp}", tags=source_tags(s))
+            for s, fp in planned
+        ],
         cursor=json.dumps(seen),
     )
+
+
+SOURCE_TAGS = ("memory_os/source_format", "memory_os/source_path", "memory_os/record_id")
+
+
+def source_tags(source: CorpusSource) -> dict[str, str]:
+    values = (source.source_format, source.path, source.record_id or "")
+    return dict(zip(SOURCE_TAGS, values, strict=True))
+
+
+def register_from_run_tags(home, corpus: str, tags: dict[str, str]) -> bool:
+    """Register `corpus` from the source a sensor's run request carries; False when the run has none."""
+    from memory_core.corpora import register
+
+    if not tags.get(SOURCE_TAGS[1]):
+        return False
+    fmt, path, record_id = (tags.get(t, "") for t in SOURCE_TAGS)
+    register(home, [CorpusSource(corpus, fmt, path, record_id or None)])
+    return True

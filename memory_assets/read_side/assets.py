@@ -10,6 +10,7 @@ from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import GraphStore
 from memory_core.graph.stage import build_graph
+from memory_core.progress import progress_to
 from memory_core.store.db import CorpusStore
 from memory_core.vector_index import FAMILIES
 from memory_core.vector_index.stage import MessageVectors, build_indexes
@@ -68,7 +69,7 @@ def graph(
             store, backend, reflective=config.include_reflective, where=graph_store.describe(store)
         )
     context.log.info(report.summary(store.name))
-    return materialize_result(report, tables={"counts": Table(limit=60)})
+    return materialize_result(report, store=store, asset_key="graph", tables={"counts": Table(limit=60)})
 
 
 class IndexesConfig(dg.Config):
@@ -104,7 +105,7 @@ def indexes(
         raise dg.Failure(f"unknown index families {unknown}; choose from {list(FAMILIES)}")
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
-    with store.write_lock(timeout_s=LOCK_WAIT_S):
+    with store.write_lock(timeout_s=LOCK_WAIT_S), progress_to(context.log.info):
         report = build_indexes(
             store,
             embedder,
@@ -114,4 +115,4 @@ def indexes(
             batch_size=config.embed_batch_size,
             log=context.log.info,
         )
-    return materialize_result(report, tables={"families": Table()})
+    return materialize_result(report, store=store, asset_key="indexes", tables={"families": Table()})

@@ -40,7 +40,7 @@ def claims(context: dg.AssetExecutionContext, storage: MemoryStorage) -> dg.Mate
         invalidation = invalidate_sources(store, ConceptPolicy(), context.run_id, now)
         report = SourceRevisionReport(build_claims(store, now), invalidation)
     context.log.info(f"{store.name}: {report.summary()}")
-    return materialize_result(report)
+    return materialize_result(report, store=store, asset_key="claims")
 
 
 class FactStatesConfig(dg.Config):
@@ -79,7 +79,7 @@ def fact_states(
         f"{store.name}: {report.groups} histories, states {dict(report.states)}, "
         f"{report.supersessions} supersessions, {report.conflicts} disputed"
     )
-    return materialize_result(report)
+    return materialize_result(report, store=store, asset_key="fact_states")
 
 
 _REPAIR = RepairConfig()
@@ -117,4 +117,4 @@ def repairs(
         f"{store.name}: {report.repaired} repaired {dict(report.actions)}, {len(report.escalated)} escalated, "
         f"{report.remaining} left queued"
     )
-    return materialize_result(report, tables={"unrepaired": Table()})
+    return materialize_result(report, store=store, asset_key="repairs", tables={"unrepaired": Table()})

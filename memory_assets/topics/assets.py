@@ -10,6 +10,7 @@ from pydantic import Field
 
 from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
+from memory_core.progress import progress_to
 from memory_core.topics.clustering import ObjectiveWeights
 from memory_core.topics.describe import Describer, LLMDescriber
 from memory_core.topics.domains import DomainsConfig, build_domains, default_domain_tuner
@@ -192,7 +193,7 @@ def topics(
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
     describer = _describer(config.describe_with_llm, llm, storage)
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         report = build_topics(
             store, embedder, config.topics_config(), describer, run_id=context.run_id, log=context.log.info
         )
@@ -200,6 +201,8 @@ def topics(
     context.log.info(report.summary(store.name))
     return materialize_result(
         report,
+        store=store,
+        asset_key="topics",
         tables={"trial_history": TRIAL_TABLE, "topics_table": Table(limit=40)},
         extra=_picture_metadata(picture, store.name),
     )
@@ -234,9 +237,11 @@ def weighted_links(
     link_config = LinkConfig(
         top_k=config.top_k, min_weight=config.min_weight, normalisation=config.normalisation
     )
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         report = build_links(store, embedder, link_config, run_id=context.run_id, log=context.log.info)
-    return materialize_result(report, tables={"topics_with_top_concepts": Table(limit=60)})
+    return materialize_result(
+        report, store=store, asset_key="weighted_links", tables={"topics_with_top_concepts": Table(limit=60)}
+    )
 
 
 class DomainsAssetConfig(dg.Config):
@@ -305,8 +310,13 @@ def domains(
     store = corpus_store(context, storage)
     embedder = embeddings.cached_embedder(storage.memory_home())
     describer = _describer(config.describe_with_llm, llm, storage)
-    with store.write_lock():
+    with store.write_lock(), progress_to(context.log.info):
         report = build_domains(
             store, embedder, config.domains_config(), describer, run_id=context.run_id, log=context.log.info
         )
-    return materialize_result(report, tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE})
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="domains",
+        tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE},
+    )

@@ -22,6 +22,7 @@ import numpy as np
 
 from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.ids import sha256_text
+from memory_core.progress import Progress
 
 CACHE_FILE = "embeddings.sqlite"
 _LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's bound-parameter limit
@@ -100,6 +101,22 @@ class CacheStats:
         }
 
 
+PROGRESS_CHUNK = 512  # texts per model call when there are more (a progress line can come between two)
+
+
+def _embed_reporting(inner: Embedder, texts: list[str]) -> np.ndarray:
+    """`inner.embed(texts)`, in chunks with progress lines when there are many (a corpus's first build)."""
+    if len(texts) <= PROGRESS_CHUNK:
+        return inner.embed(texts)
+    progress = Progress("embedding", "texts embedded", len(texts))
+    parts = []
+    for i in range(0, len(texts), PROGRESS_CHUNK):
+        parts.append(inner.embed(texts[i : i + PROGRESS_CHUNK]))
+        progress.step(len(parts[-1]))
+    progress.finish()
+    return np.concatenate(parts)
+
+
 class CachedEmbedder(Embedder):
     """An embedder that asks the cache first and the wrapped model only for misses (deduplicated)."""
 
@@ -126,7 +143,7 @@ class CachedEmbedder(Embedder):
                 missing[key] = text
         if missing:
             t0 = time.perf_counter()
-            computed = self.inner.embed(list(missing.values()))
+            computed = _embed_reporting(self.inner, list(missing.values()))
             self.stats.compute_seconds += time.perf_counter() - t0
             items = list(zip(missing.keys(), computed, strict=True))
             self.cache.put_many(self.model_name, items)  # written before it is used

@@ -49,6 +49,7 @@ from memory_core.llm.accounting import call_row, record_calls
 from memory_core.llm.base import LLMConfigurationError
 from memory_core.llm.cache import ResponseCache
 from memory_core.ontology.extraction import ReactionCandidate
+from memory_core.progress import Progress
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     conversations,
@@ -216,6 +217,7 @@ def extract_corpus(
             todo.append((conv_id, sha))
     pool = ThreadPoolExecutor(max_workers=parallel) if teacher.uses_llm and parallel > 1 else None
     purged = tombstoned(store) if todo else set()
+    progress = Progress("extraction", "conversations extracted", len(todo))
     try:
         for n, (conv_id, sha) in enumerate(todo, start=1):
             row = meta.get(conv_id)
@@ -223,6 +225,7 @@ def extract_corpus(
             speakers = tuple(s for s in attrs.get("speakers") or () if isinstance(s, str))
             conv = _Conversation(store, conv_id, row.source_format if row is not None else "", speakers)
             _process(store, teacher, conv, sha, report, pool, retention_days, purged)
+            progress.step()
             if log and (n % 50 == 0 or n == len(todo)):
                 log(
                     f"extraction: {n}/{len(todo)} conversations, {report.mentions_written} mentions, {report.calls} LLM calls"
@@ -230,6 +233,7 @@ def extract_corpus(
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
+    progress.finish()
     # retention purges as a purge does: the answers in `cache` (the LLM cache) that held them are redacted
     report.reactions_expired = expire_reactions(store, cache)
     report.seconds = time.perf_counter() - started

@@ -35,6 +35,7 @@ from memory_core.ingest.records import (
     invalid_text_reason,
     label,
 )
+from memory_core.ingest.validation import require_ingestible
 from memory_core.store.db import CorpusStore, bulk_insert, utcnow
 from memory_core.store.schema import conversations, dead_letters, ingest_files, message_revisions, messages
 
@@ -401,6 +402,8 @@ def ingest_file(
             report.records_counted = count_records(path, source_format, record_id)
         except RecursionError as exc:
             raise InputError(f"{path}: JSON nested too deeply to read") from exc
+        # a file with nothing to store fails before anything is committed (the rule `corpus add` applies)
+        require_ingestible(path, source_format, report.stored, report.dead_letter_reasons)
         writer.flush()
         report.seconds = time.perf_counter() - started
         conn.execute(

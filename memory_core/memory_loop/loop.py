@@ -61,6 +61,7 @@ from memory_core.ontology.concepts import (
     NAME_TYPES,
     RELATION_TYPES,
 )
+from memory_core.progress import Progress
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     mentions,
@@ -249,6 +250,7 @@ def consolidate(
     report.pending = len(pending)
     rejected_vectors: list[np.ndarray] = []
     held: list[tuple[Candidate, np.ndarray]] = []
+    progress = Progress("consolidation", "mentions routed", len(pending))
     for i, ids in enumerate(_chunks(pending, config.batch_size)):
         cands, texts, live = _load_batch(store, ids)
         vectors = mem.embed([c.embedding_key for c in cands])
@@ -273,8 +275,10 @@ def consolidate(
                 support_broader(mem, batch, report.run_id, cand, vec, cid)
         mem.refresh_vectors()
         flush(mem, batch)
+        progress.step(len(ids))
         if log_fn:
             log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.concepts)} concepts")
+    progress.finish()
     rejected_vectors += _decide_held(mem, router, held, report.run_id)
     if pending:
         _derive_themes(mem, report.run_id)

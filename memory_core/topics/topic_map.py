@@ -1,5 +1,5 @@
 """The 2-D topic map picture (PNG): segments as points coloured by topic, noise in grey, the largest topics
-labelled at their centre. matplotlib is imported lazily with the non-interactive Agg backend."""
+numbered at their centre and listed in a legend with their label and size. matplotlib is imported lazily with the non-interactive Agg backend."""
 
 from __future__ import annotations
 
@@ -43,33 +43,48 @@ def render_topic_map(topic_map: TopicMap, title: str, path: Path | None = None, 
     import matplotlib.pyplot as plt
 
     coords, labels = np.asarray(topic_map.coords), np.asarray(topic_map.labels)
-    fig, ax = plt.subplots(figsize=(8, 6), dpi=dpi)
+    fig, ax = plt.subplots(figsize=(11, 6), dpi=dpi)
     try:
         noise = labels < 0
         if noise.any():
             ax.scatter(coords[noise, 0], coords[noise, 1], s=4, c="#c8c8c8", linewidths=0, label="noise")
         clustered = ~noise
         if clustered.any():
-            cmap = plt.get_cmap("tab20")
+            cmap = plt.get_cmap("tab10")  # strong colours, none close to the noise grey
             ax.scatter(
                 coords[clustered, 0],
                 coords[clustered, 1],
                 s=6,
-                c=[cmap(int(c) % 20) for c in labels[clustered]],
+                c=[cmap(int(c) % 10) for c in labels[clustered]],
                 linewidths=0,
             )
         sizes = np.bincount(labels[clustered], minlength=len(topic_map.names)) if clustered.any() else []
-        for c in np.argsort(-np.asarray(sizes), kind="stable")[:MAX_LABELLED]:
+        legend = []
+        for rank, c in enumerate(np.argsort(-np.asarray(sizes), kind="stable")[:MAX_LABELLED], start=1):
             if c >= len(topic_map.names) or sizes[c] == 0:
                 continue
             centre = np.median(coords[labels == c], axis=0)
+            # the number on the map, the label and size in the legend (long labels never cover the points)
             ax.annotate(
-                textwrap.shorten(topic_map.names[c], 32, placeholder="…"),
+                str(rank),
                 centre,
-                fontsize=7,
+                fontsize=8,
                 ha="center",
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.75, "lw": 0},
+                va="center",
+                bbox={"boxstyle": "circle,pad=0.2", "fc": "white", "alpha": 0.85, "lw": 0},
             )
+            name = textwrap.shorten(topic_map.names[c], 40, placeholder="…")
+            legend.append(
+                plt.Line2D(
+                    [], [], marker="o", ls="", color=cmap(int(c) % 10), label=f"{rank}. {name} ({sizes[c]})"
+                )
+            )
+        if noise.any():
+            legend.append(
+                plt.Line2D([], [], marker="o", ls="", color="#c8c8c8", label=f"noise ({int(noise.sum())})")
+            )
+        if legend:
+            ax.legend(handles=legend, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
         n_topics = len(topic_map.names)
         ax.set_title(
             f"{title}: {n_topics} topics, {int(noise.sum())} noise segments ({topic_map.method})", fontsize=9

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from memory_core.embeddings.base import l2_normalise
+from memory_core.progress import Progress
 from memory_core.topics.clustering import (
     SELECTION_METHODS,
     Clustering,
@@ -360,6 +361,11 @@ def _search(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stopper = _EarlyStop(config)
+    progress = Progress("topics", "tuning trials run", config.n_trials)
+
+    def tick(study, trial) -> None:
+        progress.step()
+
     with warnings.catch_warnings():
         # `multivariate` is flagged experimental; it is deliberate (UMAP and HDBSCAN parameters interact)
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -370,12 +376,17 @@ def _search(
         for point in points[: config.n_trials]:
             study.enqueue_trial(point, skip_if_exists=True)
         # the first trial always runs (the time cap may cut the search short, never leave it empty)
-        study.optimize(objective, n_trials=1, n_jobs=1, callbacks=[stopper])
+        study.optimize(objective, n_trials=1, n_jobs=1, callbacks=[stopper, tick])
         remaining = config.timeout_s - (time.perf_counter() - started)
         if config.n_trials > 1 and remaining > 0 and not stopper.fired:
             study.optimize(
-                objective, n_trials=config.n_trials - 1, timeout=remaining, n_jobs=1, callbacks=[stopper]
+                objective,
+                n_trials=config.n_trials - 1,
+                timeout=remaining,
+                n_jobs=1,
+                callbacks=[stopper, tick],
             )
+    progress.finish()
     if stopper.fired:
         result.stopped = "early"
     elif len(result.trials) < config.n_trials:

@@ -1,0 +1,73 @@
+"""The asset catalog (issue 17): code versions, content-hash data versions (an unchanged rebuild marks nothing
+stale), `dagster/row_count`, column schemas, source references, timings under one prefix."""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._utils.test.data_versions import get_stale_status_resolver
+
+from memory_assets.definitions import defs
+from memory_assets.runner import CorpusRunner
+from memory_core.corpora import plan_corpora
+from memory_resources.embeddings import EmbeddingsResource
+from tests.conftest import write_json
+from tests.samples import longmemeval_record
+
+HASHING = EmbeddingsResource(provider="hashing", hashing_dim=256)
+
+
+def _versions(instance, keys, partition):
+    out = {}
+    for key in keys:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+        ).records
+        event = records[0].asset_materialization
+        out[key.to_user_string()] = (event.tags or {}).get("dagster/data_version"), event.metadata
+    return out
+
+
+def test_an_unchanged_rebuild_keeps_every_data_version_and_marks_nothing_stale(home, instance, tmp_path):
+    runner = CorpusRunner(home, instance, resources={"embeddings": HASHING})
+    runner.register(plan_corpora("lme", write_json(tmp_path / "lme.json", [longmemeval_record("q1")])))
+    assert runner.materialize("lme").success
+    keys = sorted(defs.resolve_asset_graph().get_all_asset_keys(), key=lambda k: k.to_user_string())
+    first = _versions(instance, keys, "lme")
+    assert all(version for version, _ in first.values()), first
+    assert first["messages"][1]["dagster/row_count"].value == 4
+    assert first["segments"][1]["dagster/row_count"].value == 2
+    assert any(k.startswith("timing/") for k in first["topics"][1]) and "seconds" not in first["topics"][1]
+    assert runner.materialize("lme").success
+    second = _versions(instance, keys, "lme")
+    assert {k: v for k, (v, _) in second.items()} == {k: v for k, (v, _) in first.items()}
+    resolver = get_stale_status_resolver(instance, list(defs.resolve_asset_graph().assets_defs))
+    assert {k.to_user_string(): resolver.get_status(k, "lme") for k in keys} == {
+        k.to_user_string(): StaleStatus.FRESH for k in keys
+    }
+
+
+def test_a_changed_input_changes_the_versions_downstream(home, instance, tmp_path):
+    path = write_json(tmp_path / "lme.json", [longmemeval_record("q1")])
+    runner = CorpusRunner(home, instance, resources={"embeddings": HASHING})
+    runner.register(plan_corpora("lme", path))
+    assert runner.materialize("lme", ["messages", "segments"]).success
+    key = [dg.AssetKey("messages"), dg.AssetKey("segments")]
+    before = _versions(instance, key, "lme")
+    record = longmemeval_record("q1")
+    record["haystack_sessions"][0][0]["content"] = "Hi there, a changed first turn"
+    write_json(path, [record])
+    assert runner.materialize("lme", ["messages", "segments"]).success
+    after = _versions(instance, key, "lme")
+    assert before["messages"][0] != after["messages"][0] and before["segments"][0] != after["segments"][0]
+
+
+def test_the_catalog_declares_code_versions_columns_and_source_references():
+    graph = defs.resolve_asset_graph()
+    messages = graph.get(dg.AssetKey("messages"))
+    schema = messages.metadata["dagster/column_schema"]
+    columns = {c.name for c in getattr(schema, "schema", schema).columns}
+    assert {"message_id", "conversation_id", "text", "created_at"} <= columns
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.code_version and "dagster/code_references" in node.metadata, key
