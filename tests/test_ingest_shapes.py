@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 from sqlalchemy import select
 
+from memory_core.errors import InputError
 from memory_core.ingest import checks as contracts
 from memory_core.ingest.loader import ingest_file
 from memory_core.store.schema import dead_letters, messages
@@ -67,8 +68,9 @@ def test_extreme_create_times_are_derived_or_dead_lettered(home, tmp_path, bad):
     for node in conv["mapping"].values():
         if node["message"]:
             node["message"]["create_time"] = bad
-    _, report = ingest(home, tmp_path, "t2", [conv], "chatgpt")
-    assert report.stored == 0 and report.dead_letter_reasons == {"no_timestamp": 4}
+    # nothing left to store: the file is refused, naming why (issue 17), and nothing is written
+    with pytest.raises(InputError, match=r"all 4 record\(s\) are dead letters \(no_timestamp ×4\)"):
+        ingest(home, tmp_path, "t2", [conv], "chatgpt")
 
 
 @pytest.mark.parametrize("edge", ["9999-12-31T23:59:59", "0001-01-01T00:00:00"])
@@ -148,7 +150,8 @@ def test_one_dead_letter_row_per_dead_record(home, tmp_path):
         {"id": "x", "conversation_id": "c", "role": "robot", "text": f"beep {i}", "created_at": i}
         for i in range(3)
     ]
-    store, report = ingest(home, tmp_path, "lines", bad, "jsonl")
+    good = {"id": "y", "conversation_id": "c", "role": "user", "text": "hello", "created_at": 5}
+    store, report = ingest(home, tmp_path, "lines", [*bad, good], "jsonl")  # one record to store
     assert [dl["source_ref"] for dl in rows(store, dead_letters, dead_letters.c.dead_letter_id)] == [
         "x@line:1",
         "x@line:2",
@@ -243,7 +246,8 @@ def test_an_older_store_loses_the_dead_letter_uniqueness(home, tmp_path):
     legacy.commit()
     legacy.close()
     bad = [{"id": "x", "conversation_id": "c", "role": "robot", "text": "t", "created_at": 1}] * 2
-    report = ingest_file(store, write_jsonl(tmp_path / "old.jsonl", bad), "jsonl")
+    good = {"id": "y", "conversation_id": "c", "role": "user", "text": "t", "created_at": 2}
+    report = ingest_file(store, write_jsonl(tmp_path / "old.jsonl", [*bad, good]), "jsonl")
     assert report.dead_lettered == 2 and balanced(report)
     with store.source.connect() as conn:
         ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'dead_letters'").scalar()
