@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from memory_assets.runner import CorpusRunner
 from memory_core.concepts import action_log
 from memory_core.concepts.checks import action_log_replays
 from memory_core.concepts.store import content_hash
@@ -24,8 +23,6 @@ from memory_core.store.schema import canonical_concepts, claims, concept_evidenc
 from memory_query import RetrievalSettings, query_memory
 from memory_query.fact_history import fact_history
 from memory_query.pool import reading
-from memory_resources.embeddings import EmbeddingsResource
-from memory_resources.llm import LLMResource
 from tests.conftest import write_json
 from tests.revision_samples import (
     CONFLICT,
@@ -33,6 +30,7 @@ from tests.revision_samples import (
     TACOMA,
     build,
     edited,
+    offline_runner,
     running_export,
     without,
     write_chat,
@@ -41,14 +39,7 @@ from tests.revision_samples import (
 
 @pytest.fixture
 def runner(home, instance):
-    return CorpusRunner(
-        home,
-        instance,
-        resources={
-            "embeddings": EmbeddingsResource(provider="hashing", hashing_dim=256),
-            "llm": LLMResource(teacher="offline"),
-        },
-    )
+    return offline_runner(home, instance)
 
 
 def _checks(run) -> dict[str, bool]:
