@@ -10,7 +10,7 @@ from collections import Counter
 from datetime import datetime
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from memory_core.concepts.checks import action_log_replays
 from memory_core.concepts.policy import ConceptPolicy
@@ -150,3 +150,38 @@ def _concept_by_id(conn, cid: str):
         .mappings()
         .one()
     )
+
+
+def test_a_flagged_rebuild_is_a_repair_of_its_own_and_rolls_back(home, runner, tmp_path):
+    assert build(runner, "moves", write_chat(tmp_path / "moves.jsonl", MOVES)).success
+    store = home.corpus("moves")
+    cc = canonical_concepts.c
+    with store.staging.begin() as conn:
+        seattle = _concept(conn, "The user lives in Seattle")
+        # figures that disagree with the evidence (one span, said in July): what a rebuild recomputes
+        conn.execute(update(canonical_concepts).where(cc.concept_id == seattle["concept_id"])
+                     .values(support_count=5, last_seen=datetime(2025, 1, 1)))  # fmt: skip
+    with store.write_lock():
+        assert run_repairs(store, run_id="no-flag").rebuilt == 0  # never without the explicit flag
+        report = run_repairs(store, RepairConfig(global_resynthesis=True), run_id="rebuild-1")
+    assert report.rebuilt >= 1 and report.actions["rebuild"] == report.rebuilt
+    with store.staging.connect() as conn:
+        rows = {r["concept_id"]: r for r in _queue(conn) if r["run_id"] == "rebuild-1"}
+        rebuilt = _concept_by_id(conn, seattle["concept_id"])
+    assert len(rows) == report.rebuilt and {r["action"] for r in rows.values()} == {"rebuild"}
+    row = rows[seattle["concept_id"]]
+    assert (
+        row["status"] == "done"
+        and row["before_state"]["concepts"][seattle["concept_id"]]["support_count"] == 5
+    )
+    assert row["after_state"]["concepts"][seattle["concept_id"]]["support_count"] == 1
+    assert rebuilt["support_count"] == 1 and rebuilt["last_seen"] == datetime(2024, 7, 15, 20)
+
+    with store.write_lock():
+        done = rollback_repairs(store, run_id="rebuild-1")
+    assert len(done) == report.rebuilt
+    with store.staging.connect() as conn:
+        restored = _concept_by_id(conn, seattle["concept_id"])
+        statuses = {r["status"] for r in _queue(conn) if r["run_id"] == "rebuild-1"}
+    assert (restored["support_count"], restored["last_seen"]) == (5, datetime(2025, 1, 1))
+    assert statuses == {"rolled_back"}
