@@ -242,13 +242,6 @@ def test_an_adjudicator_may_keep_an_unrelated_value_in_a_lane_of_its_own():
     }
 
 
-def test_contradiction_is_only_looked_for_inside_one_subject_and_slot():
-    # the history is built per (subject, slot key): another slot's value never meets this one's states
-    states = build_history([claim(1, "Portland", JAN)], rules_only, WINDOW)
-    other = build_history([claim(2, "Amazon", JAN, attribute="workplace")], rules_only, WINDOW)
-    assert [s.status for s in states + other] == ["current", "current"]
-
-
 def test_a_later_value_closes_both_sides_of_a_dispute():
     states = build_history(
         [claim(1, "Portland", JAN), claim(2, "Seattle", JAN + timedelta(minutes=5)), claim(3, "Tacoma", JUL)],
