@@ -101,6 +101,22 @@ def running_export() -> list[dict]:
     ]  # fmt: skip
 
 
+def offline_runner(home, instance):
+    """The runner the revision tests build with: offline teacher, hashing embeddings."""
+    from memory_assets.runner import CorpusRunner
+    from memory_resources.embeddings import EmbeddingsResource
+    from memory_resources.llm import LLMResource
+
+    return CorpusRunner(
+        home,
+        instance,
+        resources={
+            "embeddings": EmbeddingsResource(provider="hashing", hashing_dim=256),
+            "llm": LLMResource(teacher="offline"),
+        },
+    )
+
+
 def build(
     runner, name: str, path: Path, source_format: str = "jsonl", selection=REVISION_ASSETS, progress=None
 ):

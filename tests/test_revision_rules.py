@@ -85,6 +85,103 @@ def test_offline_slot_rules_set_nothing_from_wishes_conditions_and_vague_words(t
     assert facts(text) == set()
 
 
+# Held-out phrasings of the same slots, in other words than the rule table above, written without reading
+# the benchmark data. HELD_OUT was written before any rule was changed: the rules of slots/v1 read 32 of its
+# 37 sentences right. slots/v2 made four general fixes it showed wanted ("a nurse at X" names the workplace,
+# "hit the gym", a place phrase between an activity and its time, "I turned 40 last month" dates the age), so
+# HELD_OUT is in-sample for those now: 36 of 37. FRESH was written after the fixes and run once: 8 of 10.
+# A miss is an xfail(strict) that says why, so a rule that starts to read it turns the test red.
+A = "affirmed"
+S = "speaker"
+
+
+def _miss(text: str, why: str):
+    return pytest.param(text, marks=pytest.mark.xfail(strict=True, reason=why), id=text)
+
+
+HELD_OUT = {
+    "These days I'm based in Chicago": {(S, "residence", "", "Chicago", A, "")},
+    "I moved to Austin in 2021": {(S, "residence", "", "Austin", A, "2021-01-01")},
+    "We relocated to Boston two months ago": {(S, "residence", "", "Boston", A, "2024-05-01")},
+    "I've been living in Berlin since March": {(S, "residence", "", "Berlin", A, "2024-03-01")},
+    "My brother lives in Toronto": {("speaker's brother", "residence", "", "Toronto", A, "")},
+    "I live in Lyon now": {(S, "residence", "", "Lyon", A, "")},
+    "I'm employed at Google": {(S, "workplace", "", "Google", A, "")},
+    "I got a job at Microsoft last week": {(S, "workplace", "", "Microsoft", A, "2024-07-08")},
+    "I quit my job at Oracle": {(S, "workplace", "", "Oracle", "negated", "")},
+    "I'm a software engineer at Spotify": {(S, "workplace", "", "Spotify", A, ""),
+                                           (S, "job_title", "", "software engineer", A, "")},
+    "I work as a nurse": {(S, "job_title", "", "nurse", A, "")},
+    "I was promoted to senior manager": {(S, "job_title", "", "senior manager", A, "")},
+    "I ride a Vespa to work": {(S, "vehicle", "", "Vespa", A, "")},
+    "I just bought a Subaru Outback": {(S, "vehicle", "", "Subaru Outback", A, "")},
+    "I got rid of my Ford Focus": {(S, "vehicle", "", "Ford Focus", "negated", "")},
+    "I own four guitars": {(S, "possession", "guitar", "4", A, "")},
+    "We have two dogs": {(S, "possession", "dog", "2", A, "")},
+    "I got a second bike": {(S, "possession", "bike", "2", A, "")},
+    "I've run six marathons so far": {(S, "count", "marathon", "6", A, "")},
+    "I've finished seven books this year": {(S, "count", "book", "7", A, "")},
+    "My favorite band is Radiohead": {(S, "favourite", "band", "Radiohead", A, "")},
+    "My favourite movie is Alien": {(S, "favourite", "movie", "Alien", A, "")},
+    "I prefer coffee these days": {(S, "preference", "drink", "coffee", A, "")},
+    "I do yoga on Saturdays": {(S, "schedule", "yoga day", "Saturdays", A, "")},
+    "I hit the gym three times a week": {(S, "schedule", "gym frequency", "three times a week", A, "")},
+    "I usually work out at the gym around 5:30 am": {(S, "schedule", "gym time", "5:30 am", A, "")},
+    "I go running on Sundays": {(S, "schedule", "running day", "Sundays", A, "")},
+    "I'm vegan": {(S, "diet", "", "vegan", A, "")},
+    "I've been on a keto diet since January": {(S, "diet", "", "keto", A, "2024-01-01")},
+    "I turned 40 last month": {(S, "age", "", "40", A, "2024-06-01")},
+    "My wife's name is Maria": {(S, "relationship", "wife", "Maria", A, "")},
+    "My daughter Emma started school": {(S, "relationship", "daughter", "Emma", A, "")},
+    "My wedding is on June 14": {(S, "plan_date", "wedding", "2025-06-14", A, "")},
+    "I put the vase in the living room": {(S, "location", "vase", "living room", A, "")},
+    "I'm from Glasgow originally": {(S, "hometown", "", "Glasgow", A, "")},
+    "I'm studying at MIT": {(S, "school", "", "MIT", A, "")},
+    "I'm engaged now": {(S, "relationship_status", "", "engaged", A, "")},
+}  # fmt: skip
+FRESH = {
+    "I'm a barista at Blue Bottle": {(S, "workplace", "", "Blue Bottle", A, ""), (S, "job_title", "", "barista", A, "")},
+    "I'm a graduate student at Stanford University": {(S, "school", "", "Stanford University", A, ""),
+                                                      (S, "job_title", "", "graduate student", A, "")},
+    "We hit the pool on weekends": {(S, "schedule", "swimming day", "weekends", A, "")},
+    "I usually cycle to the office at 8 am": {(S, "schedule", "cycling time", "8 am", A, "")},
+    "I turned 30 in May": {(S, "age", "", "30", A, "2024-05-01")},
+    "I hit the gym every Monday": {(S, "schedule", "gym day", "Monday", A, "")},
+    "My partner lives in Leeds": {("speaker's partner", "residence", "", "Leeds", A, "")},
+    "I own a Kawasaki Ninja": {(S, "vehicle", "", "Kawasaki Ninja", A, "")},
+    "I've climbed four mountains so far": {(S, "count", "mountain", "4", A, "")},
+    "My favourite city is Kyoto": {(S, "favourite", "city", "Kyoto", A, "")},
+}  # fmt: skip
+MISSES = {
+    "I'm studying at MIT": "a school named by an acronym alone (no University / College / Institute word)",
+    "I turned 30 in May": "the age rule's look-ahead admits no 'in <month>' after the number",
+    "I own a Kawasaki Ninja": "'own' is no vehicle verb, and Kawasaki is not in the brand list",
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [_miss(t, MISSES[t]) if t in MISSES else pytest.param(t, id=t) for t in {**HELD_OUT, **FRESH}],
+)
+def test_held_out_phrasings_fill_the_same_slots(text):
+    assert facts(text) == {**HELD_OUT, **FRESH}[text]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'd love to move to Rome someday",
+        "Would you live in Oslo?",
+        "If I worked at Apple I'd be rich",
+        "I have a few ideas",
+        "I have three hours until the meeting",
+        "I'm really into hiking",
+    ],
+)
+def test_held_out_wishes_questions_and_vague_words_set_nothing(text):
+    assert facts(text) == set()
+
+
 def test_a_fact_inside_a_question_is_read_from_its_tail_only():
     text = (
         "Can you set reminders for my gym sessions, which I usually go to at 7:00 pm? Do you live in Paris?"
@@ -240,13 +337,6 @@ def test_an_adjudicator_may_keep_an_unrelated_value_in_a_lane_of_its_own():
         ("residence", "current"),
         ("residence/dorm", "current"),
     }
-
-
-def test_contradiction_is_only_looked_for_inside_one_subject_and_slot():
-    # the history is built per (subject, slot key): another slot's value never meets this one's states
-    states = build_history([claim(1, "Portland", JAN)], rules_only, WINDOW)
-    other = build_history([claim(2, "Amazon", JAN, attribute="workplace")], rules_only, WINDOW)
-    assert [s.status for s in states + other] == ["current", "current"]
 
 
 def test_a_later_value_closes_both_sides_of_a_dispute():

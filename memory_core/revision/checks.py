@@ -31,25 +31,43 @@ def _believed_states(store: CorpusStore) -> list[dict]:
         ]
 
 
+def _overlap(a: dict, b: dict) -> bool:
+    """Whether two valid-time intervals [valid_from, valid_until) share an instant (open = still true)."""
+    a_until, b_until = a["valid_until"], b["valid_until"]
+    return (b_until is None or a["valid_from"] < b_until) and (a_until is None or b["valid_from"] < a_until)
+
+
+def _disputed_pair(a: dict, b: dict) -> bool:
+    """Two states disputed with each other: said at the same time, they overlap by definition."""
+    return b["state_key"] in (a["conflicts_with"] or []) or a["state_key"] in (b["conflicts_with"] or [])
+
+
 def no_overlapping_valid_intervals(store: CorpusStore) -> CheckResult:
-    """Per (subject, slot key) the undisputed states memory believes never overlap in valid time: each
-    closes before the next opens, at most one is open. States that were ever disputed (they name what they
-    conflict with) overlap by definition and are reported by the fact-states stage instead."""
+    """Per (subject, slot key) the states memory believes never overlap in valid time: each closes before
+    the next opens, at most one is open. The one exemption is a pair disputed with each other (same-time
+    values, each naming the other in `conflicts_with`); a disputed state is still checked against every
+    state it is not disputed with, so a dispute left open under a later value is an overlap."""
     by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s in _believed_states(store):
-        if s["status"] != "disputed" and not s["conflicts_with"]:
-            by_group[(s["subject"], s["attribute"])].append(s)
-    overlaps = []
+        by_group[(s["subject"], s["attribute"])].append(s)
+    overlaps, disputed = [], 0
     for (subject, attribute), states in by_group.items():
         states.sort(key=lambda s: (s["valid_from"], s["valid_until"] or s["valid_from"]))
-        for a, b in zip(states, states[1:], strict=False):
-            if a["valid_until"] is None or a["valid_until"] > b["valid_from"]:
-                overlaps.append(
-                    {"subject": subject, "slot": attribute, "states": [a["state_key"], b["state_key"]]}
-                )
+        disputed += sum(1 for s in states if s["conflicts_with"])
+        for i, a in enumerate(states):
+            for b in states[i + 1 :]:
+                if _overlap(a, b) and not _disputed_pair(a, b):
+                    overlaps.append(
+                        {"subject": subject, "slot": attribute, "states": [a["state_key"], b["state_key"]]}
+                    )
     return CheckResult(
         not overlaps,
-        {"histories": len(by_group), "overlaps": len(overlaps), "examples": overlaps[:_EXAMPLES]},
+        {
+            "histories": len(by_group),
+            "disputed_states": disputed,
+            "overlaps": len(overlaps),
+            "examples": overlaps[:_EXAMPLES],
+        },
     )
 
 

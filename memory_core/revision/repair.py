@@ -10,7 +10,7 @@ in queue order, at most `max_actions` actions per run, and chooses from a finite
 | split | one concept holds claims of different values of one (subject, slot) | the minority values' evidence and mentions go to new concepts of their own |
 | merge | a queued concept states exactly the facts (subject, slot, value) of an older live concept of its type | its evidence and mentions move there; it becomes a pointer (`merged`) |
 | archive | broken: no surviving evidence | archived (the reject/archive action), citing the concept holding the message's current text if any |
-| rebuild | with `global_resynthesis` only (an explicit flag): any live concept whose stored support, confidence or freshness disagree with its evidence | recomputed from its evidence |
+| rebuild | with `global_resynthesis` only (an explicit flag): any live concept whose stored support, confidence or freshness disagree with its evidence | recomputed from its evidence; it was never queued, so it gets a `done` queue row of its own (before / after), rolled back like the others |
 
 Every action cites the claims and spans it rests on, is one `repair` row per touched concept in the
 append-only action log (whole rows and evidence as patches: replay reproduces the tables), and keeps the
@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.policy import ConceptPolicy
@@ -111,6 +111,35 @@ def _resolve(store: CorpusStore, repair_id: int, values: dict) -> None:
         conn.execute(update(repair_queue).where(repair_queue.c.repair_id == repair_id).values(**values))
 
 
+def _outcome(worker: RepairWorker, steps: list[Step], run_id: str, now: datetime) -> dict:
+    """A queue row's resolution by applied steps: what was done, cited, and the before / after snapshots
+    `rollback_repairs` restores from."""
+    touched = sorted({c for s in steps for c in s.after["concepts"]})
+    return dict(
+        status="done",
+        action="+".join(s.action for s in steps),
+        note=" | ".join(f"{s.action}: {s.rationale}" for s in steps)[:4000],
+        run_id=run_id,
+        resolved_at=now,
+        cited_claim_ids=sorted({c for s in steps for c in s.cited_claims})[:200],
+        cited_message_ids=sorted({m for s in steps for m in s.cited_messages})[:200],
+        before_state=_combined_before(steps),
+        after_state=worker.ws.snapshot(touched),
+    )
+
+
+def _record_rebuild(store: CorpusStore, worker: RepairWorker, step: Step, cid: str, run_id: str,
+                    now: datetime) -> None:  # fmt: skip
+    """A rebuild was never queued: it gets a resolved queue row of its own, so it is listed, cited and
+    rolled back like any other repair."""
+    trust = (step.before["concepts"][cid] or {}).get("trust", "stable")
+    with store.staging.begin() as conn:
+        conn.execute(insert(repair_queue).values(
+            concept_id=cid, trust=trust, reason="global resynthesis (explicit flag)", enqueued_at=now,
+            **_outcome(worker, [step], run_id, now),
+        ))  # fmt: skip
+
+
 def _plan_for(worker: RepairWorker, cid: str) -> tuple[list[Step], str]:
     """The steps repairing one concept, in order, or none and why."""
     concept = worker.ws.concept(cid)
@@ -159,26 +188,10 @@ def run_repairs(
             _resolve(store, row["repair_id"], dict(status=status, action="none", note=why, run_id=run_id,
                                                    resolved_at=now))  # fmt: skip
             continue
-        touched = sorted({c for s in steps for c in s.after["concepts"]})
-        before = _combined_before(steps)
         for s in steps:
             report.actions[s.action] += 1
         report.repaired += 1
-        _resolve(
-            store,
-            row["repair_id"],
-            dict(
-                status="done",
-                action="+".join(s.action for s in steps),
-                note=" | ".join(f"{s.action}: {s.rationale}" for s in steps)[:4000],
-                run_id=run_id,
-                resolved_at=now,
-                cited_claim_ids=sorted({c for s in steps for c in s.cited_claims})[:200],
-                cited_message_ids=sorted({m for s in steps for m in s.cited_messages})[:200],
-                before_state=before,
-                after_state=worker.ws.snapshot(touched),
-            ),
-        )
+        _resolve(store, row["repair_id"], _outcome(worker, steps, run_id, now))
     if config.global_resynthesis and budget > 0:
         with store.staging.connect() as conn:
             live = sorted(read_concepts(conn, states=LIVE_STATES))
@@ -191,6 +204,7 @@ def run_repairs(
                 budget -= 1
                 report.actions["rebuild"] += 1
                 report.rebuilt += 1
+                _record_rebuild(store, worker, step, cid, run_id, now)
     report.remaining = len(_queued(store))
     report.seconds = time.perf_counter() - started
     return report

@@ -44,6 +44,7 @@ from memory_core.revision.slot_lexicon import (
     PARTICIPLE,
     PLACE,
     PLACE_ACTIVITY,
+    ROLE_NOUNS,
     ROLES,
     TITLE,
     VALUE,
@@ -53,7 +54,7 @@ from memory_core.revision.slot_lexicon import (
 from memory_core.revision.slots import normalise_qualifier, number_of, singular
 from memory_core.revision.valid_time import stated_valid_from
 
-SLOT_RULES_VERSION = "slots/v1"
+SLOT_RULES_VERSION = "slots/v2"  # v2: title-at-organisation, "hit the gym", dated "turned N"
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,12 @@ def _title(m: re.Match) -> _Fact | None:
     return _Fact("job_title", "", value, _negated(m))
 
 
+def _employer(m: re.Match) -> _Fact | None:
+    """ "I'm a nurse at St Mary's": the organisation after a role is where the subject works (or studies)."""
+    slot = "school" if m.group("role").lower().endswith("student") else "workplace"
+    return _place(slot)(m)
+
+
 def _relationship(m: re.Match) -> _Fact | None:
     name = _clean(m.group("val"))
     if name.lower() in {"i", "the", "and", "my", "is", "was"}:
@@ -219,7 +226,10 @@ def _location(m: re.Match) -> _Fact | None:
 
 def _age(m: re.Match) -> _Fact | None:
     n = number_of(m.group("num"))
-    return _Fact("age", "", str(n), dated=False) if n and 1 < n < 120 else None
+    if not n or not 1 < n < 120:
+        return None
+    # "I turned 40 last month" says when; "I'm 32 this year" says nothing about a birthday
+    return _Fact("age", "", str(n), dated=bool(re.search(r"\bturned\b", m.group(0), re.I)))
 
 
 RULES: tuple[_Rule, ...] = (
@@ -267,6 +277,11 @@ RULES: tuple[_Rule, ...] = (
         _title,
     ),
     _rule(r"\b(?:my|our)\s+(?:new\s+)?(?:job\s+)?title\s+is\s+(?:now\s+)?(?:an?\s+)?" + TITLE, _title),
+    _rule(
+        HEAD + NEG + r"(?:am|became|work\s+as|working\s+as)\s+(?:an?|the)\s+"
+        rf"(?P<role>(?:[\w-]+\s+){{0,3}}(?:{ROLE_NOUNS}))\s+(?:at|for|with)\s+(?P<val>{NAME})",
+        _employer,
+    ),
     _rule(
         HEAD
         + r"(?:study|studying|attend|attending|enrolled\s+(?:at|in)|am\s+a\s+student\s+at|go\s+to)\s+(?:at\s+)?"
@@ -348,14 +363,18 @@ RULES: tuple[_Rule, ...] = (
         _preference,
     ),
     _rule(
-        HEAD + r"(?:go|going|head|heading)\s+to\s+" + PLACE_ACTIVITY + r"\s+(?:\w+\s+){0,2}?" + WHEN,
+        HEAD
+        + r"(?:(?:go|going|head|heading)\s+to|hit|hitting)\s+"  # "hit the gym": go to it
+        + PLACE_ACTIVITY
+        + r"\s+(?:\w+\s+){0,2}?"
+        + WHEN,
         _schedule,
     ),
     _rule(
         HEAD
         + r"(?:(?:can|cannot|could)\s+(?:only\s+|usually\s+|just\s+)?)?"
         + ACTIVITY
-        + r"\s+(?:\w+\s+){0,2}?"
+        + r"\s+(?:\w+\s+){0,3}?"  # "work out at the gym around 6 am"
         + WHEN,
         _schedule,
     ),
