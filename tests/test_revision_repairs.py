@@ -104,6 +104,7 @@ def test_an_edit_weakens_staleness_and_breaks_then_the_budget_and_the_worker_rep
     assert (
         cats_now["trust"] == "stable" and cats_now["confidence"] == capped and cats_now["support_count"] == 2
     )
+    assert cats_now["title"] == CATS  # a theme keeps its own words, not an episode's
     assert "2 active evidence span(s) survive" in by_action["refine"]["note"]
     assert "still read the same" in by_action["reattach"]["note"]
     assert by_action["refine"]["cited_message_ids"] and action_log_replays(store).passed

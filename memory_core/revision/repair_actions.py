@@ -73,7 +73,7 @@ class _Context:
             for i in range(0, len(missing), _CHUNK):
                 for r in conn.execute(
                     select(mentions.c.mention_id, mentions.c.title, mentions.c.type, mentions.c.description,
-                           mentions.c.confidence, mentions.c.message_created_at)
+                           mentions.c.confidence, mentions.c.message_created_at, mentions.c.consolidated_id)
                     .where(mentions.c.mention_id.in_(missing[i : i + _CHUNK]))
                 ).mappings():  # fmt: skip
                     self._mentions[r["mention_id"]] = dict(r)
@@ -235,7 +235,13 @@ class RepairWorker:
         if not active:
             return None
         concept = concept_from_json(before["concepts"][cid])
-        mentions_ = self.ctx.mentions([r["mention_id"] for r in active])
+        # only its own mentions may describe it: the episodes and instances it is evidenced by describe
+        # themselves ("The user often talks about cats" is not retitled after "adopted a third cat")
+        mentions_ = {
+            m: row
+            for m, row in self.ctx.mentions([r["mention_id"] for r in active]).items()
+            if row["consolidated_id"] == cid
+        }
         notes = []
         if mentions_ and not any(
             m["description"].casefold() == concept.description.casefold() for m in mentions_.values()
