@@ -169,7 +169,8 @@ def test_cli_ask_prints_the_answer_then_the_evidence(demo):
     assert unknown.exit_code == 2 and "nope" in unknown.output
 
 
-def test_mcp_ask_memory_through_the_sdk_client(demo):
+def test_mcp_ask_memory_through_the_sdk_client(demo, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no LLM configured: the server's auto is offline
     home, name = demo[0], demo[1]
     server = build_server(MemoryServer(home, [name]))
 

@@ -12,9 +12,8 @@ from sqlalchemy import select
 
 from memory_core.store.db import MemoryHome
 from memory_core.store.schema import messages
-from memory_query import ReaderPool, check_citations
+from memory_query import ReaderPool, ask, check_citations  # `ask` is exported beside query_memory
 from memory_query.agent.synthesizer import enforce_citations
-from memory_query.api import ask
 from tests.conftest import write_json
 from tests.samples import chatgpt_node
 
