@@ -13,6 +13,7 @@ from sqlalchemy import select
 from memory_core.store.db import MemoryHome
 from memory_core.store.schema import messages
 from memory_query import ReaderPool, ask, check_citations  # `ask` is exported beside query_memory
+from memory_query.agent.counting import counted_noun, named_items
 from memory_query.agent.synthesizer import enforce_citations
 from tests.conftest import write_json
 from tests.samples import chatgpt_node
@@ -178,3 +179,18 @@ def test_a_concept_whose_evidence_answers_is_cited_and_checked(reading, pool):
         f"You joined the club {next(iter(cited))}. It meets on Tuesdays [Concept:not-in-the-evidence].", known
     )
     assert kept == f"You joined the club {next(iter(cited))}." and "not-in-the-evidence" in dropped[0]["why"]
+
+
+def test_the_items_a_sentence_names():
+    assert named_items("I finished reading Dune by Frank Herbert last night.") == ["Dune"]
+    assert named_items("This week I read The Left Hand of Darkness, what a book.") == [
+        "The Left Hand of Darkness"
+    ]
+    assert named_items("Finished the book Piranesi this weekend, I loved the house.") == ["Piranesi"]
+    assert named_items('I loved "Klara and the Sun" most.') == ["Klara and the Sun"]
+    switched = "Update on Kestrel: we switched from PostgreSQL to DuckDB for the analytics side."
+    assert named_items(switched, context=frozenset({"kestrel"}))[-2:] == ["PostgreSQL", "DuckDB"]
+    assert "Kestrel" not in " ".join(named_items(switched, context=frozenset({"kestrel"})))
+    assert named_items("I want to learn Portuguese in Lisbon I think.") == ["Portuguese", "Lisbon"]
+    assert counted_noun("In March, how many books did I read?") == "books"
+    assert counted_noun("How many people helped me with Kestrel?") == "people"

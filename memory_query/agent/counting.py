@@ -25,12 +25,16 @@ COUNTS_CONVERSATIONS = re.compile(
 )
 _COUNTED_NOUN = re.compile(
     r"\bhow\s+many\s+(?:different\s+|distinct\s+)?(?P<noun>[a-z][a-z\- ]*?)\s+"
-    r"(?:did|do|does|have|has|had|was|were|are|is|am|will|I|we|you)\b",
+    r"(?:did|do|does|have|has|had|was|were|are|is|am|will|I|we|you)\b"
+    r"|\bhow\s+many\s+(?:different\s+|distinct\s+)?(?P<word>[a-z][a-z\-]*)",
     re.I,
 )
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]|\*([^*]{2,80})\*")
-_CONNECTOR = r"(?:of|the|and|a|an|in|on|for|to|at|de|la|le|von|van)"
-_NAMED = re.compile(rf"[A-Z][\w'’\-]*(?:\s+(?:{_CONNECTOR}\s+)*[A-Z0-9][\w'’\-]*)*")
+# words a title keeps between its capitals ("The Left Hand of Darkness", "Klara and the Sun"); "to", "on" or
+# "for" would join two names ("PostgreSQL to DuckDB")
+_CONNECTOR = r"(?:of|the|and|a|an|de|la|le|von|van)"
+_WORD = r"(?!I\b|I['’])[A-Z0-9][\w'’\-]*"  # "I" ends a name ("Lisbon I want …")
+_NAMED = re.compile(rf"(?!I\b|I['’])[A-Z][\w'’\-]*(?:\s+(?:{_CONNECTOR}\s+)*{_WORD})*")
 _NOT_ITEMS = frozenset(
     """i i'm i've i'd i'll january february march april may june july august september october november
     december monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow oh ok okay
@@ -52,7 +56,7 @@ class CountedItem:
 
 def counted_noun(question: str) -> str:
     m = _COUNTED_NOUN.search(question)
-    return m.group("noun").strip().lower() if m else "items"
+    return (m.group("noun") or m.group("word")).strip().lower() if m else "items"
 
 
 def _is_common(word: str) -> bool:
@@ -66,8 +70,11 @@ def _is_common(word: str) -> bool:
     )
 
 
-def named_items(sentence: str, participants: frozenset[str] = frozenset()) -> list[str]:
-    """The things `sentence` names: quoted titles, else runs of capitalised words (see the module doc)."""
+def named_items(
+    sentence: str, participants: frozenset[str] = frozenset(), context: frozenset[str] = frozenset()
+) -> list[str]:
+    """The things `sentence` names: quoted titles, else runs of capitalised words (see the module doc);
+    none holding a `context` stem (what the question names: "for Kestrel" is not one of the items)."""
     quoted = [a or b for a, b in _QUOTED.findall(sentence)]
     if quoted:
         return [q.strip() for q in quoted if q.strip()]
@@ -82,6 +89,8 @@ def named_items(sentence: str, participants: frozenset[str] = frozenset()) -> li
             continue
         if not words or (len(words) == 1 and words[0].lower() in participants):
             continue
+        if context & set(tokenize(" ".join(words))):
+            continue
         if re.search(r"\bby\s*$", sentence[: m.start()]):  # the author of the title before it
             continue
         out.append(" ".join(words))
@@ -91,6 +100,10 @@ def named_items(sentence: str, participants: frozenset[str] = frozenset()) -> li
 def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> list[CountedItem]:
     """The distinct items the evidence states for a count, in time order, each with its first statement."""
     wanted = set(content_tokens(plan.subs[0].text)) or set(tokenize(plan.subs[0].text))
+    # what the question names ("Kestrel", "March") is context; the counted words are the rest ("databases
+    # … use", "books … read"): an answering sentence holds one of those
+    context = frozenset(t for w in re.findall(r"\b[A-Z][\w'’\-]*", plan.question)[1:] for t in tokenize(w))
+    counted = (wanted - context) or wanted
     window = plan.time_range
     pool = [e for e in evidence if window is None or window.contains(e.created_at)]
     if _FIRST_PERSON.search(plan.question) and any(e.role == "user" for e in pool):
@@ -102,7 +115,9 @@ def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> lis
             held = wanted & set(tokenize(sentence))
             if sentence.rstrip().endswith("?") or not wanted or len(held) / len(wanted) < threshold:
                 continue
-            names = named_items(sentence, plan.participants) or [" ".join(sentence.split())]
+            if not counted & held:
+                continue
+            names = named_items(sentence, plan.participants, context) or [" ".join(sentence.split())]
             for name in names:
                 items.setdefault(name.casefold(), CountedItem(name, ev, (start, end)))
     return list(items.values())

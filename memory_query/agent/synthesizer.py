@@ -226,9 +226,9 @@ class OfflineSynthesizer:
         noun, n = counted_noun(plan.question), len(items)
         listed = ", ".join(f"{it.name} {it.evidence.citation}" for it in items)
         sentences = [f"{n} {noun if n != 1 else noun.rstrip('s')}: {listed}."]
-        for it in items:
-            quoted = replace(it.evidence, span_start=it.span[0], span_end=it.span[1])
-            sentences.append(_said(quoted))
+        for message_id, span in dict.fromkeys((it.evidence.message_id, it.span) for it in items):
+            ev = next(it.evidence for it in items if it.evidence.message_id == message_id)
+            sentences.append(_said(replace(ev, span_start=span[0], span_end=span[1])))
         within = f" inside {plan.time_range.label!r}" if plan.time_range else ""
         conversations = len({it.evidence.conversation_id for it in items})
         reasoning = f"{n} distinct items stated{within} over {conversations} conversation(s)"
