@@ -194,3 +194,13 @@ def test_the_items_a_sentence_names():
     assert named_items("I want to learn Portuguese in Lisbon I think.") == ["Portuguese", "Lisbon"]
     assert counted_noun("In March, how many books did I read?") == "books"
     assert counted_noun("How many people helped me with Kestrel?") == "people"
+
+
+def test_a_count_holds_the_head_of_what_it_counts(reading, pool):
+    # "book clubs": a sentence with "book" alone ("what a book") is no club; the club joined is one
+    clubs = ask("How many book clubs did I join?", reading[1], as_of=ASKED, pool=pool)
+    joined = mid(reading, "Long day today")
+    assert clubs.answer.startswith(f"1 book club: Hollowbrook Readers [Source:{joined}].")
+    _valid(clubs)
+    kits = ask("How many model kits have I bought?", reading[1], as_of=ASKED, pool=pool)
+    assert kits.plan.intent == "count" and kits.abstained and "[Source:" not in kits.answer

@@ -4,7 +4,8 @@ that mention the question's words.
 
 An item is what an answering sentence names: a quoted title, else a run of capitalised words ("The Left
 Hand of Darkness"; not the author after "by", not a month, a weekday or a participant); a sentence that
-answers but names nothing ("I bought another model kit") is one item of its own. Answering sentences are
+answers but names nothing ("I bought another model kit") is one item of its own when no answering sentence
+names one. Answering sentences are
 statements (not questions) holding the counted words, inside the plan's time range, and, for a question
 in the first person, the user's own (an assistant's suggestion is not a book the user read).
 """
@@ -80,7 +81,7 @@ def named_items(
         return [q.strip() for q in quoted if q.strip()]
     out = []
     for m in _NAMED.finditer(sentence):
-        name = m.group(0).rstrip("'’-")
+        name = re.sub(r"['’]s$", "", m.group(0)).rstrip("'’-")  # "Tomás's model": Tomás
         words = name.split()
         if not sentence[: m.start()].strip(" \"'“‘("):  # sentence-initial capitals: "Finished", "Oh", "The"
             while words and _is_common(words[0]):
@@ -104,20 +105,29 @@ def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> lis
     # … use", "books … read"): an answering sentence holds one of those
     context = frozenset(t for w in re.findall(r"\b[A-Z][\w'’\-]*", plan.question)[1:] for t in tokenize(w))
     counted = (wanted - context) or wanted
+    # of a counted noun ("model kits") its head must be held, or the question's verb ("bought"): a
+    # "prediction model" is no model kit
+    noun = content_tokens(counted_noun(plan.question))
+    required = (set(noun[-1:]) | (counted - set(noun))) or counted
     window = plan.time_range
     pool = [e for e in evidence if window is None or window.contains(e.created_at)]
     if _FIRST_PERSON.search(plan.question) and any(e.role == "user" for e in pool):
         pool = [e for e in pool if e.role == "user"]
     items: dict[str, CountedItem] = {}
+    unnamed: dict[str, CountedItem] = {}
     for ev in sorted(pool, key=lambda e: e.created_at):
         for start, end in sentences(ev.text):
             sentence = ev.text[start:end]
             held = wanted & set(tokenize(sentence))
             if sentence.rstrip().endswith("?") or not wanted or len(held) / len(wanted) < threshold:
                 continue
-            if not counted & held:
+            if not required & held:
                 continue
-            names = named_items(sentence, plan.participants, context) or [" ".join(sentence.split())]
+            names = named_items(sentence, plan.participants, context)
             for name in names:
                 items.setdefault(name.casefold(), CountedItem(name, ev, (start, end)))
-    return list(items.values())
+            if not names:
+                statement = "'" + " ".join(sentence.split()).rstrip(".!;:").replace('"', "'") + "'"
+                unnamed.setdefault(statement.casefold(), CountedItem(statement, ev, (start, end)))
+    # a sentence that names nothing is an item of its own only when no answering sentence names one
+    return list((items or unnamed).values())
