@@ -7,7 +7,8 @@ answer reaches anyone.
 
 The offline Synthesizer quotes the sentence of the evidence that best answers each sub-question and
 deduces what the dates allow: which of a comparison's parts came first, how many days or weeks lie
-between two events or before the question's date, how many conversations a count found. It abstains when
+between two events or before the question's date, which distinct items a count found (`counting`; the
+conversations when it asks for conversations), the reply after a question it found. It abstains when
 the best sentence holds less than `ABSTAIN_BELOW` of the question's words: the seed's "Paranoid Analyst"
 rejected "mid-February" for not being a date; this one may deduce, but never from nothing.
 """
