@@ -204,3 +204,15 @@ def test_a_count_holds_the_head_of_what_it_counts(reading, pool):
     _valid(clubs)
     kits = ask("How many model kits have I bought?", reading[1], as_of=ASKED, pool=pool)
     assert kits.plan.intent == "count" and kits.abstained and "[Source:" not in kits.answer
+
+
+def test_a_word_both_parts_borrowed_answers_neither(reading, pool):
+    # "Dune" and "Piranesi" are too short to search alone: both borrow "read"; the sentence holding "read"
+    # (Dune's) must not answer Piranesi
+    answer = ask("Which did I read first, Dune or Piranesi?", reading[1], as_of=ASKED, pool=pool)
+    assert [s.text for _, s in answer.plan.parts] == ["Dune read", "Piranesi read"]
+    head = answer.answer.split(". ")[0]
+    assert head.startswith("Dune read came first (2025-03-04") and "then Piranesi read (2025-03-27" in head
+    first, then = (next(e for e in answer.evidence if e.citation in part) for part in head.split(", then"))
+    assert "Dune" in first.text and "Piranesi" in then.text  # each part answered by its own session
+    _valid(answer)

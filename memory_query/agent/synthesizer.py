@@ -152,8 +152,10 @@ class OfflineSynthesizer:
         self.abstain_below = abstain_below
 
     def _best(self, evidence: list[Evidence], sub: int, plan: Plan) -> Evidence | None:
-        """The evidence whose sentence holds most of the sub-question's words (any submitted message may
-        answer it; one found for it wins a tie), then more of the question's words, then the kind of answer
+        """The evidence whose sentence holds most of the words that set the sub-question apart from the other
+        parts (of "Dune read" and "Piranesi read", Dune and Piranesi: a word a part borrowed from the
+        question, "read", answers neither), then most of its words (any submitted message may answer it; one
+        found for it wins a tie), then more of the question's words, then the kind of answer
         the question asks for (a date for "when", a number for "how many"), then the latest (what memory
         holds now wins over what it held before). Its span is moved to that sentence."""
         text = plan.subs[sub].text
@@ -162,10 +164,13 @@ class OfflineSynthesizer:
         passing = [e for e in respanned if e.match >= self.abstain_below]
         mine = about_whom(plan.question, plan.participants, passing)
         kind, wanted = answer_kind(plan.question), set(content_tokens(plan.question))
+        others = {t for j, s in plan.parts if j != sub for t in content_tokens(s.text)}
+        own = (wanted_sub - others) or wanted_sub
         return max(
             mine,
             key=lambda e: (
                 not e.replaced,  # a fact memory holds as replaced never answers over the one that replaced it
+                len(own & set(tokenize(e.quote))),
                 e.match,
                 e.sub == sub,
                 len(wanted & set(tokenize(e.text))),
