@@ -8,22 +8,7 @@ import json
 
 import click
 
-DRIVERS = click.Choice(["auto", "offline", "llm"])
-
-
-def _driver(kind: str, home, model: str | None):
-    from memory_core.llm.factory import LLMSettings, build_llm_client
-    from memory_query.agent import OfflineDriver
-
-    if kind == "offline":
-        return OfflineDriver()
-    settings = LLMSettings(teacher="openai" if kind == "llm" else "auto", model=model)
-    client = build_llm_client(settings, home.cache_dir)
-    if client is None:
-        return OfflineDriver()
-    from memory_query.agent.llm_driver import LLMDriver
-
-    return LLMDriver(client)
+DRIVERS = click.Choice(["auto", "offline", "llm"])  # memory_query.agent.choice.DRIVER_KINDS (imported lazily)
 
 
 def _print_answer(answer) -> None:
@@ -75,6 +60,7 @@ def ask_command(ctx, name, question, as_of, believed_at, driver, model, max_step
     """Ask corpus NAME: the Planner → Scout → Synthesizer loop answers from cited evidence, or says it cannot."""
     from memory_core.corpora import registered_source
     from memory_query.agent import AgentBudget
+    from memory_query.agent.choice import choose_driver
     from memory_query.agent.timeframe import as_of_from_text
     from memory_query.api import ask
 
@@ -84,7 +70,7 @@ def ask_command(ctx, name, question, as_of, believed_at, driver, model, max_step
         question,
         name,
         as_of=as_of_from_text(as_of),
-        driver=_driver(driver, home, model),
+        driver=choose_driver(driver, home.cache_dir, model),
         budget=AgentBudget(max_steps=max_steps),
         home=home,
         **({"believed_at": as_of_from_text(believed_at)} if believed_at else {}),

@@ -1,8 +1,8 @@
 """The read side of Memory OS: `query_memory` (retrieval over named paths with cited XML evidence), the agent
 tools, the session-scoping middleware and the MCP server. It reads the assets the pipeline built and never
-runs the pipeline; it imports no Dagster. The public face is `memory_query.api`."""
+runs the pipeline; it imports no Dagster. The public face is `memory_query.api`: `query_memory` and `ask` (the agent loop's cited answer)."""
 
-from memory_query.api import query_memory
+from memory_query.api import ask, query_memory
 from memory_query.evidence import CitationReport, EvidenceItem, MemoryAnswer, check_citations
 from memory_query.paths import PATH_NAMES
 from memory_query.pool import ReaderPool
@@ -21,6 +21,7 @@ __all__ = [
     "Scope",
     "ScopedTools",
     "ToolError",
+    "ask",
     "check_citations",
     "query_memory",
 ]

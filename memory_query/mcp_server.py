@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field
 
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
-from memory_query.agent import AgentBudget, AgentDriver, OfflineDriver
+from memory_query.agent import AgentBudget, AgentDriver
+from memory_query.agent.choice import choose_driver
 from memory_query.agent.timeframe import as_of_from_text
 from memory_query.api import ask, query_memory
 from memory_query.evidence import check_citations
@@ -107,7 +108,7 @@ class MemoryServer:
         home: MemoryHome,
         corpora: Sequence[str] | None = None,
         sessions: dict[str, Sequence[str]] | None = None,
-        agent_driver: AgentDriver | None = None,
+        agent_driver: AgentDriver | str = "auto",
     ):
         self.home = home
         registered = [r["name"] for r in home.registrations()]
@@ -117,7 +118,10 @@ class MemoryServer:
             raise ToolError(f"not registered under {home.root}: {', '.join(unknown)}")
         self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
         self.pool = ReaderPool(home)  # the server stays warm: each corpus's memory is loaded once
-        self.agent_driver = agent_driver or OfflineDriver()
+        # ask_memory's driver: a driver, or its kind ("auto": the LLM driver when an LLM is configured)
+        self.agent_driver = (
+            choose_driver(agent_driver, home.cache_dir) if isinstance(agent_driver, str) else agent_driver
+        )
         self._tools: dict[str, ScopedTools] = {}
 
     def warm(self):

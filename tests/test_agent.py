@@ -163,13 +163,21 @@ def test_cli_ask_prints_the_answer_then_the_evidence(demo):
     assert "Evidence:" in rest and "steps (planner 1, scout" in rest
     data = json.loads(runner.invoke(cli, [*base, "--json"], catch_exceptions=False).output)
     assert data["answer"] == first and data["steps"][0]["role"] == "planner"
+    # the full trace: every step with its role, tool, arguments, ids, tokens, latency and conclusion
+    keys = {"n", "role", "tool", "arguments", "ids", "tokens_in", "tokens_out", "latency_ms", "note"}
+    assert all(set(s) == keys and s["note"] for s in data["steps"])
+    assert [s["n"] for s in data["steps"]] == list(range(1, len(data["steps"]) + 1))
+    search = next(s for s in data["steps"] if s["tool"] == "smart_search")
+    assert search["arguments"]["query"] and search["ids"] and search["latency_ms"] >= 0
+    assert data["steps"][-1]["role"] == "synthesizer" and data["plan"]["tried"]
     cited = [e for e in data["evidence"] if e["citation"] in data["answer"]]
     assert cited and all(e["message_id"] and e["source_ref"] for e in cited)
     unknown = runner.invoke(cli, ["--home", str(home.root), "ask", "nope", "x"])
     assert unknown.exit_code == 2 and "nope" in unknown.output
 
 
-def test_mcp_ask_memory_through_the_sdk_client(demo):
+def test_mcp_ask_memory_through_the_sdk_client(demo, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no LLM configured: the server's auto is offline
     home, name = demo[0], demo[1]
     server = build_server(MemoryServer(home, [name]))
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from memory_core.llm.factory import LLMSettings, build_llm_client
 from memory_core.store.db import MemoryHome
-from memory_core.store.schema import llm_calls, messages
+from memory_core.store.schema import canonical_concepts, llm_calls, messages
 from memory_query import ReaderPool, check_citations
 from memory_query.agent import AgentBudget
 from memory_query.agent.llm_driver import LLMDriver
@@ -311,3 +311,77 @@ def test_an_endpoint_without_tool_calls_gets_the_strict_response_format(chat_ser
         "smart_search",
         "submit_evidence",
     ]
+
+
+def test_a_synthesizer_may_cite_a_concept_it_was_given_and_never_one_it_was_not(chat_server, corpus):
+    home, name, pool = corpus
+    with home.corpus(name).staging.connect() as conn:
+        every = {f"[Concept:{c}]" for c in conn.execute(select(canonical_concepts.c.concept_id)).scalars()}
+    seen = {}
+
+    def synthesis(request):
+        text = user_text(request)
+        given = re.findall(r"^(\[Concept:[^\]]+\]) concept: (.*)$", text, re.M)
+        signed = next(c for c, title in given if "signed up" in title)
+        foreign = sorted(c for c in every if c not in text)[0]  # a real concept, not in this evidence
+        seen.update(signed=signed, foreign=foreign)
+        a, b = evidence_ids(request)[:2]
+        return {
+            "reasoning": "the sign-up concept dates the first event",
+            "answer": f"You signed up for the Lisbon half marathon first {signed}. "
+            f"You switched Kestrel to DuckDB later [Source:{b}]. You also like cycling {foreign}.",
+            "abstain": False,
+            "gaps": [],
+        }
+
+    Script(chat_server, PlanOut=[PLAN], ScoutOut=SEARCH_BOTH, SynthesisOut=[synthesis])
+    answer = ask(QUESTION, name, as_of=ASKED, driver=driver_for(chat_server, home), pool=pool)
+
+    assert seen["signed"] in {c["citation"] for c in answer.concepts}  # the loop gave it, with its evidence
+    assert answer.answer.startswith(f"You signed up for the Lisbon half marathon first {seen['signed']}.")
+    assert seen["foreign"] not in answer.answer and "cycling" not in answer.answer
+    assert answer.dropped == [
+        {"sentence": f"You also like cycling {seen['foreign']}.", "why": f"cites what it was not given: {seen['foreign']}"}
+    ]  # fmt: skip
+
+
+def test_mcp_ask_memory_uses_the_llm_driver_when_an_llm_is_configured(chat_server, corpus, monkeypatch):
+    """The server's default driver is `auto`, the CLI's rule: with a key and an endpoint in the environment
+    ask_memory answers through the LLM driver (the real openai client against the scripted server); without
+    a key, offline."""
+    import asyncio
+
+    from mcp import Client
+
+    from memory_query.mcp_server import MemoryServer, build_server
+
+    home, name, _pool = corpus
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert MemoryServer(home, [name]).agent_driver.name == "offline"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-mcp")
+    monkeypatch.setenv("OPENAI_BASE_URL", chat_server.url)
+    monkeypatch.setenv("OPENAI_MODEL", "gpt-4o-mini")
+
+    def synthesis(request):
+        a, b = evidence_ids(request)[:2]
+        return {"reasoning": "dates", "answer": f"The sign-up came first [Source:{a}], then DuckDB [Source:{b}].",
+                "abstain": False, "gaps": []}  # fmt: skip
+
+    Script(chat_server, PlanOut=[PLAN], ScoutOut=SEARCH_BOTH, SynthesisOut=[synthesis])
+    memory = MemoryServer(home, [name])
+    assert memory.agent_driver.name == "llm"
+
+    async def run():
+        async with Client(build_server(memory)) as client:
+            return await client.call_tool(
+                "ask_memory", {"corpus": name, "question": QUESTION, "as_of": "2024-12-01"}
+            )
+
+    result = asyncio.run(run())
+    assert not result.is_error
+    data = result.structured_content
+    assert data["driver"] == "llm" and data["answer"].startswith("The sign-up came first [Source:")
+    assert [s["role"] for s in data["steps"]] == ["planner", "scout", "scout", "scout", "synthesizer"]
+    served = {role_of(r) for r in chat_server.requests}
+    assert served == {"PlanOut", "ScoutOut", "SynthesisOut"}  # every role went to the configured LLM
+    assert check_citations(data["answer"], {e["cite"] for e in data["evidence"]}).valid

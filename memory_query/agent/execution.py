@@ -107,7 +107,9 @@ class Observer:
             if meta is None:
                 continue
             conv, when = meta
-            grounded = bool(wanted & set(tokenize(snippet)))
+            # the reply after a question that held the words answers it, and an entry concept's title held
+            # them: what was walked to is grounded whatever the words of its own snippet
+            grounded = bool(wanted & set(tokenize(snippet))) or how.startswith(("NEXT after", "EVIDENCE_FOR"))
             # a walked neighbour follows the message it was reached from, when it holds the question's words
             walked = base.rank + (0.5 if grounded else 1000) if base is not None else rank
             out.append(
@@ -133,9 +135,10 @@ class Observer:
         if action.tool == "smart_search":
             return [(r["id"], r["snippet"], r["score"], r["paths"], "", None) for r in result["results"]]
         if action.tool == "lens":
+            node = action.arguments.get("node_id")
             return [
-                (i["id"], i["label"], float(i.get("weight") or 0.0), [], "lens", None)
-                for p in result["paths"].values()
+                (i["id"], i["label"], float(i.get("weight") or 0.0), [], _walk(path, node), None)
+                for path, p in result["paths"].items()
                 for i in p["items"]
                 if i["type"] == "Message"
             ]
@@ -168,6 +171,11 @@ class Observer:
         for t in result.get("topics", []):
             if t["id"] not in known and wanted & set(tokenize(t["label"])):
                 plan.entry_topics.append({"id": t["id"], "label": t["label"], "for": action.sub})
+
+
+def _walk(path: str, node_id) -> str:
+    """How a lens row was reached: a concept's evidence (EVIDENCE_FOR) names the concept."""
+    return f"EVIDENCE_FOR [Concept:{node_id}]" if path == "Concept>Message" else "lens"
 
 
 def _replaced(result: dict) -> set[str]:

@@ -188,6 +188,7 @@ class AgentLoop:
         plan.record(strategy, observation.outcome)
         state.observations.append(observation)
         state.candidates += [c for c in observation.candidates if not state.seen(c.message_id)]
+        _mark_walks(state, observation.candidates)
         note = f"{observation.outcome}: {observation.summary}" + (
             f" — {action.reason}" if action.reason else ""
         )
@@ -290,6 +291,15 @@ class AgentLoop:
             feedback = "Every sentence was rejected: " + "; ".join(
                 f"{d['sentence']!r} {d['why']}" for d in rejected
             )
+
+
+def _mark_walks(state: AgentState, found: list) -> None:
+    """A message a search already found and a walk then reached (the reply after a question, a concept's
+    evidence) keeps the walk as why it was taken: that is what it is to the answer."""
+    walked = {c.message_id: c.how for c in found if c.how.startswith(("NEXT after", "EVIDENCE_FOR"))}
+    for c in state.candidates:
+        if c.message_id in walked and not c.how:
+            c.how, c.grounded = walked[c.message_id], True
 
 
 def _ms(t0: float) -> float:

@@ -30,7 +30,7 @@ class OfflineDriver(AgentDriver):
     def synthesize(
         self, state: AgentState, evidence: list[Evidence], concepts: list[dict], feedback: str
     ) -> RoleCall[Draft]:
-        return RoleCall(self._synthesizer.synthesize(state.plan, evidence))
+        return RoleCall(self._synthesizer.synthesize(state.plan, evidence, concepts))
 
     def describe(self) -> dict:
         return {

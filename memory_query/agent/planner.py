@@ -175,7 +175,7 @@ def make_plan(question: str, asked_at: datetime) -> Plan:
         plan.notes.append(
             f"a comparison: {len(parts)} parts searched apart, each kept, and the whole question"
         )
-    elif _COUNT.search(question):
+    elif _COUNT.search(searchable) or _COUNT.search(question):  # "In March, how many …": time words first
         subs = [SubQuestion(searchable, "main")]
         items = _count_items(searchable)
         if items:

@@ -2,10 +2,13 @@
 
 Its agenda, in order, skipping every strategy the Planner already tried:
 1. date the event anchor ("before I moved": search "I moved");
-2. one search per sub-question (inside the plan's time range for a lookup or a count);
-3. for a sub-question that found nothing holding its words: the search without the range, then its key
-   words alone, then the entry concepts the searches reached (EVIDENCE_FOR: `lens Concept>Message`), then an
-   entry topic (`lens Topic>Segment>Message`);
+2. one search per sub-question the answer is about (inside the plan's time range for a lookup or a count);
+3. for a sub-question that found nothing holding its words: the search without the range, then the entry
+   concepts the searches reached (EVIDENCE_FOR: `lens Concept>Message`), then an entry topic
+   (`lens Topic>Segment>Message`), then its key words alone — a walk before a further search, so a
+   comparison's failed part gets its walk inside the default 6 steps (Planner 1, Scout 4: part A, part B,
+   the walk, the submission; Synthesizer 1);
+3b. a comparison's whole question (context only: its words together find what a part's alone may miss);
 4. complements: outside the range after a search inside it; a count's items searched apart;
 5. a lookup whose best find is a question: walk NEXT to the reply (`read_source_message`);
 then `submit_evidence` with the composed ranking (`findings.compose`).
@@ -69,11 +72,14 @@ class OfflineScout:
             yield self._search(plan.anchor.event, -1, "date the event")
         window = plan.time_range if plan.intent in WINDOWED_INTENTS else None
         first = "search in range" if window is not None else "search"
-        for i, sub in enumerate(plan.subs):
+        for i, sub in plan.parts:
             yield self._search(sub.text, i, first, window, k)
         for i, _sub in plan.parts:
             if not plan.succeeded(i):
                 yield from self._fallbacks(state, i, k)
+        for i, sub in enumerate(plan.subs):
+            if not sub.answered:
+                yield self._search(sub.text, i, first, window, k)
         if window is not None:
             for i, sub in enumerate(plan.subs):
                 yield self._search(sub.text, i, "search", None, k)
@@ -88,9 +94,6 @@ class OfflineScout:
         plan = state.plan
         sub = plan.subs[i]
         yield self._search(sub.text, i, "search", None, k)
-        words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]*", sub.text) if _content(w)]
-        if words and " ".join(words).lower() != sub.text.lower():
-            yield self._search(" ".join(words), i, "search key words", None, k)
         for concept in (c for c in plan.entry_concepts if c["for"] == i):
             label = f"enter by concept {concept['title']!r}"
             yield ScoutAction(
@@ -101,6 +104,9 @@ class OfflineScout:
             yield ScoutAction(
                 "lens", {"node_id": topic["id"], "paths": ["Topic>Segment>Message"], "max_ids": k}, i, label
             )
+        words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9'\-]*", sub.text) if _content(w)]
+        if words and " ".join(words).lower() != sub.text.lower():
+            yield self._search(" ".join(words), i, "search key words", None, k)
 
 
 def _content(word: str) -> bool:

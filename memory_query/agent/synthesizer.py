@@ -7,7 +7,8 @@ answer reaches anyone.
 
 The offline Synthesizer quotes the sentence of the evidence that best answers each sub-question and
 deduces what the dates allow: which of a comparison's parts came first, how many days or weeks lie
-between two events or before the question's date, how many conversations a count found. It abstains when
+between two events or before the question's date, which distinct items a count found (`counting`; the
+conversations when it asks for conversations), the reply after a question it found. It abstains when
 the best sentence holds less than `ABSTAIN_BELOW` of the question's words: the seed's "Paranoid Analyst"
 rejected "mid-February" for not being a date; this one may deduce, but never from nothing.
 """
@@ -19,6 +20,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memory_core.lexical import tokenize
+from memory_query.agent.counting import COUNTS_CONVERSATIONS, counted_items, counted_noun
 from memory_query.agent.driver import Draft
 from memory_query.agent.findings import Evidence, best_sentence
 from memory_query.agent.plan import Plan
@@ -54,8 +56,27 @@ def _quote(ev: Evidence) -> str:
     return quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 1].rstrip() + "…"
 
 
-def _said(ev: Evidence) -> str:
-    return f'{ev.author} ({ev.created_at:%Y-%m-%d}): "{_quote(ev)}" {ev.citation}.'
+def _said(ev: Evidence, concepts: str = "") -> str:
+    cites = f"{ev.citation} {concepts}".strip()
+    return f'{ev.author} ({ev.created_at:%Y-%m-%d}): "{_quote(ev)}" {cites}.'
+
+
+def concept_citations(ev: Evidence, concepts: list[dict], text: str) -> str:
+    """`[Concept:ID]` of the submitted concepts `ev` is evidence for whose titles hold words of `text`
+    (the sub-question): the concept answers with the message that supports it."""
+    wanted = set(content_tokens(text))
+    return " ".join(
+        c["citation"] for c in concepts if c["id"] in ev.concept_ids and wanted & set(tokenize(c["title"]))
+    )
+
+
+def _is_question(ev: Evidence) -> bool:
+    return ev.quote.rstrip().endswith("?")
+
+
+def _reply_to(ev: Evidence, evidence: list[Evidence]) -> Evidence | None:
+    """The reply the Scout walked to (NEXT) from the question `ev`: where a question's answer is."""
+    return next((e for e in evidence if e.why == f"NEXT after {ev.citation}"), None)
 
 
 def _capital(text: str) -> str:
@@ -131,8 +152,10 @@ class OfflineSynthesizer:
         self.abstain_below = abstain_below
 
     def _best(self, evidence: list[Evidence], sub: int, plan: Plan) -> Evidence | None:
-        """The evidence whose sentence holds most of the sub-question's words (any submitted message may
-        answer it; one found for it wins a tie), then more of the question's words, then the kind of answer
+        """The evidence whose sentence holds most of the words that set the sub-question apart from the other
+        parts (of "Dune read" and "Piranesi read", Dune and Piranesi: a word a part borrowed from the
+        question, "read", answers neither), then most of its words (any submitted message may answer it; one
+        found for it wins a tie), then more of the question's words, then the kind of answer
         the question asks for (a date for "when", a number for "how many"), then the latest (what memory
         holds now wins over what it held before). Its span is moved to that sentence."""
         text = plan.subs[sub].text
@@ -141,10 +164,13 @@ class OfflineSynthesizer:
         passing = [e for e in respanned if e.match >= self.abstain_below]
         mine = about_whom(plan.question, plan.participants, passing)
         kind, wanted = answer_kind(plan.question), set(content_tokens(plan.question))
+        others = {t for j, s in plan.parts if j != sub for t in content_tokens(s.text)}
+        own = (wanted_sub - others) or wanted_sub
         return max(
             mine,
             key=lambda e: (
                 not e.replaced,  # a fact memory holds as replaced never answers over the one that replaced it
+                len(own & set(tokenize(e.quote))),
                 e.match,
                 e.sub == sub,
                 len(wanted & set(tokenize(e.text))),
@@ -154,7 +180,7 @@ class OfflineSynthesizer:
             default=None,
         )
 
-    def synthesize(self, plan: Plan, evidence: list[Evidence]) -> Draft:
+    def synthesize(self, plan: Plan, evidence: list[Evidence], concepts: list[dict] | None = None) -> Draft:
         if plan.intent == "comparison":
             return self._comparison(plan, evidence)
         if plan.intent == "count":
@@ -165,8 +191,12 @@ class OfflineSynthesizer:
             if best is None:
                 gaps.append(sub.text)
                 continue
-            sentences.append(_said(best))
+            sentences.append(_said(best, concept_citations(best, concepts or [], sub.text)))
             reasoning.append(f"{sub.label}: the best sentence holds {best.match:.0%} of {sub.text!r}")
+            reply = _reply_to(best, evidence) if _is_question(best) else None
+            if reply is not None:  # a question holds the words; the reply after it holds the answer
+                sentences.append(f"The reply: {_said(reply)}")
+                reasoning.append(f"{sub.label}: the best sentence is a question; its reply (NEXT) answers")
             if plan.measure and plan.measure != "age":
                 span = _between(best.created_at, plan.asked_at, plan.measure)
                 sentences.append(f"That was {span} before {plan.asked_at:%Y-%m-%d} {best.citation}.")
@@ -192,6 +222,25 @@ class OfflineSynthesizer:
         return self._draft(sentences, gaps, reasoning)
 
     def _count(self, plan: Plan, evidence: list[Evidence]) -> Draft:
+        if COUNTS_CONVERSATIONS.search(plan.question):
+            return self._count_conversations(plan, evidence)
+        items = counted_items(plan, evidence, self.abstain_below)
+        if not items:
+            return self._draft(
+                [], [plan.subs[0].text], ["no statement in the evidence holds the counted words"]
+            )
+        noun, n = counted_noun(plan.question), len(items)
+        listed = ", ".join(f"{it.name} {it.evidence.citation}" for it in items)
+        sentences = [f"{n} {noun if n != 1 else noun.rstrip('s')}: {listed}."]
+        for message_id, span in dict.fromkeys((it.evidence.message_id, it.span) for it in items):
+            ev = next(it.evidence for it in items if it.evidence.message_id == message_id)
+            sentences.append(_said(replace(ev, span_start=span[0], span_end=span[1])))
+        within = f" inside {plan.time_range.label!r}" if plan.time_range else ""
+        conversations = len({it.evidence.conversation_id for it in items})
+        reasoning = f"{n} distinct items stated{within} over {conversations} conversation(s)"
+        return self._draft(sentences, [], [reasoning])
+
+    def _count_conversations(self, plan: Plan, evidence: list[Evidence]) -> Draft:
         per_conversation: dict[str, Evidence] = {}
         for ev in evidence:
             if ev.match >= self.abstain_below:
