@@ -95,6 +95,12 @@ MEMORY_OS_SHARED_DATA = Setting(
     "the benchmark dev data folder (`evals.ci_smoke`, tests); unset: `../shared/data` beside the repository",
     scope="evals",
 )
+MEMORY_OS_TEST_POSTGRES_URL = Setting(
+    "MEMORY_OS_TEST_POSTGRES_URL",
+    "a Postgres server for the `postgres`-marked tests (SQLAlchemy URL of a database whose role may create "
+    "databases; `.ci/postgres.sh` prints one); unset or unreachable: those tests skip",
+    scope="tests",
+)
 MEMORY_OS_FUZZ_EXAMPLES = Setting(
     "MEMORY_OS_FUZZ_EXAMPLES", "hypothesis examples per parser fuzz test", "60", scope="tests"
 )
@@ -125,6 +131,7 @@ SETTINGS: tuple[Setting, ...] = (
     MEMORY_OS_EVAL_READER_MODEL,
     MEMORY_OS_EVAL_JUDGE_MODEL,
     MEMORY_OS_SHARED_DATA,
+    MEMORY_OS_TEST_POSTGRES_URL,
     MEMORY_OS_FUZZ_EXAMPLES,
     HF_HUB_OFFLINE,
     TRANSFORMERS_OFFLINE,

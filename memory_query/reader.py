@@ -99,10 +99,6 @@ class CorpusReader:
             self._cache.clear()
 
     # -------------------------------------------------------------------------------- freshness
-    def _db_files(self, name: str) -> list[Path]:
-        base = self.store.dir / f"{name}.db"
-        return [base, Path(f"{base}-wal")]
-
     def _cached(self, key: str, stamp: tuple, build):
         with self._lock:
             hit = self._cache.get(key)
@@ -113,20 +109,8 @@ class CorpusReader:
             return value
 
     def _sql_stamp(self, *names: str) -> tuple:
-        if self.store.home.url_template:  # not files: a cheap content fingerprint instead
-            return ("sql", self._row_counts())
-        return _stamp([p for n in names for p in self._db_files(n)])
-
-    def _row_counts(self) -> tuple:
-        from sqlalchemy import func
-
-        with self.store.source.connect() as s, self.store.staging.connect() as g:
-            return (
-                s.execute(select(func.count()).select_from(messages)).scalar_one(),
-                g.execute(select(func.count()).select_from(canonical_concepts)).scalar_one(),
-                g.execute(select(func.count()).select_from(concept_evidence)).scalar_one(),
-                g.execute(select(func.count()).select_from(topics)).scalar_one(),
-            )
+        """The stores' version stamps (memory_core.store.version): an in-place change is a new stamp."""
+        return tuple(self.store.version(n) for n in names)
 
     # -------------------------------------------------------------------------------- tables
     def messages(self) -> MessageTable:
