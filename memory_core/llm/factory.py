@@ -33,6 +33,8 @@ class LLMSettings:
     backoff_base_s: float = 1.0  # first backoff delay; doubles per retry (Retry-After wins)
     prices: dict[str, list[float]] = field(default_factory=dict)  # model → [input, output] USD per 1M tokens
     use_cache: bool = True  # persistent response cache under <memory home>/cache/llm
+    # json_schema (OpenAI, Azure, vLLM) | json_object (llama.cpp's server: json_object + schema as grammar)
+    response_format: str = "json_schema"
 
     def kind(self) -> str:
         """offline | openai: what a client built now would be."""
@@ -68,6 +70,7 @@ def build_llm_client(settings: LLMSettings, cache_dir: Path | None = None) -> LL
         max_retries=settings.max_retries,
         backoff_base_s=settings.backoff_base_s,
         prices=PriceTable.from_config(settings.prices),
+        response_format=settings.response_format,
     )
     if settings.use_cache and cache_dir is not None:
         return CachedLLMClient(client, ResponseCache.in_dir(cache_dir))
