@@ -64,6 +64,9 @@ class LLMResource(ConfigurableResource):
         description="json_schema (strict structured outputs: OpenAI, Azure, vLLM) | json_object (the schema "
         "as {type: json_object, schema}: llama.cpp's server, grammar-enforced)",
     )
+    max_output_tokens: int = Field(
+        default=_DEFAULTS.max_output_tokens, description="output tokens per answer"
+    )
 
     def settings(self) -> LLMSettings:
         return LLMSettings(**{f.name: getattr(self, f.name) for f in fields(LLMSettings)})

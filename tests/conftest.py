@@ -136,3 +136,13 @@ def pg_home(home, postgres_url, monkeypatch) -> MemoryHome:
         for name in list(names):
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.dispose()
+
+
+def pytest_collection_modifyitems(config, items):
+    """`llm_server` tests are opt-in (a real model on the CPU): they run only when `-m` names the marker."""
+    if "llm_server" in (config.getoption("markexpr", "") or ""):
+        return
+    skip = pytest.mark.skip(reason="opt-in: run with -m llm_server (the llm-local extra)")
+    for item in items:
+        if "llm_server" in item.keywords:
+            item.add_marker(skip)

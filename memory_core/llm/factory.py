@@ -35,6 +35,7 @@ class LLMSettings:
     use_cache: bool = True  # persistent response cache under <memory home>/cache/llm
     # json_schema (OpenAI, Azure, vLLM) | json_object (llama.cpp's server: json_object + schema as grammar)
     response_format: str = "json_schema"
+    max_output_tokens: int = 4096  # per answer (a small local model under a grammar can run on to the cap)
 
     def kind(self) -> str:
         """offline | openai: what a client built now would be."""
@@ -71,6 +72,7 @@ def build_llm_client(settings: LLMSettings, cache_dir: Path | None = None) -> LL
         backoff_base_s=settings.backoff_base_s,
         prices=PriceTable.from_config(settings.prices),
         response_format=settings.response_format,
+        max_output_tokens=settings.max_output_tokens,
     )
     if settings.use_cache and cache_dir is not None:
         return CachedLLMClient(client, ResponseCache.in_dir(cache_dir))

@@ -18,7 +18,7 @@ outputs, what OpenAI, Azure OpenAI and vLLM take — or `json_object`, the same 
 `{"type": "json_object", "schema": …}`, what llama.cpp's Python server (`llama_cpp.server`) takes and
 enforces as a grammar (it refuses `json_schema` with HTTP 500). Either way the answer is validated against
 the strict response model here. With `json_object` no tools are sent (that server has no strict function
-calling): the same schema comes back as the answer instead.
+calling): the same schema comes back as the answer instead, and the output cap is sent as `max_tokens`.
 """
 
 from __future__ import annotations
@@ -224,8 +224,9 @@ class OpenAICompatibleClient(LLMClient):
             kwargs: dict[str, Any] = dict(model=self.model, messages=messages, **payload)
             if self.reasoning_effort:
                 kwargs["reasoning_effort"] = self.reasoning_effort
-            if self.max_output_tokens:
-                kwargs["max_completion_tokens"] = self.max_output_tokens
+            if self.max_output_tokens:  # llama.cpp's server knows only the older name
+                cap = "max_tokens" if self.response_format == "json_object" else "max_completion_tokens"
+                kwargs[cap] = self.max_output_tokens
             result.attempts += 1
             try:
                 completion = self._sdk().chat.completions.create(**kwargs)
