@@ -49,6 +49,12 @@ DAGSTER_HOME = Setting(
     "the Dagster instance (runs, event logs, schedules); unset: `<memory home>/dagster`, seeded with the "
     "packaged `dagster.yaml` (read by Dagster too)",
 )
+DAGSTER_PG_URL = Setting(
+    "DAGSTER_PG_URL",
+    "postgresql+psycopg2://user:password@host:5432/db of the Dagster instance's storage (the `dagster-postgres` extra): "
+    "a new DAGSTER_HOME is then seeded with the Postgres variant of `dagster.yaml` (read by Dagster too)",
+    secret=True,
+)
 NUMBA_CACHE_DIR = Setting(
     "NUMBA_CACHE_DIR",
     "where numba keeps compiled kernels (read by numba too); unset: `<memory home>/cache/numba` for UMAP's, "
@@ -119,6 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
     MEMORY_OS_HOME,
     MEMORY_OS_DATABASE_URL,
     DAGSTER_HOME,
+    DAGSTER_PG_URL,
     NUMBA_CACHE_DIR,
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
