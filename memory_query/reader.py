@@ -7,7 +7,6 @@ was never built is `None`: retrieval degrades to what exists (graph → vectors 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from sqlalchemy import select
 
 from memory_core.embeddings import Embedder
 from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
-from memory_core.store.db import CorpusStore
+from memory_core.store.db import CorpusStore, file_stamps
 from memory_core.store.schema import (
     canonical_concepts,
     concept_evidence,
@@ -74,14 +73,7 @@ class TopicTable:
 
 
 def _stamp(paths: list[Path]) -> tuple:
-    out = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-        except FileNotFoundError:
-            out.append((str(p), None, None))
-    return tuple(out)
+    return file_stamps(paths)
 
 
 class CorpusReader:

@@ -203,6 +203,7 @@ class CorpusStore:
         self.readonly = readonly
         self._ready: set[str] = set()
         self._empty: dict[str, Engine] = {}
+        self._versions: dict[str, tuple[tuple, tuple[str, int]]] = {}  # store → (file stamps, version)
 
     def read_only(self) -> CorpusStore:
         return self if self.readonly else CorpusStore(self.home, self.name, readonly=True)
@@ -233,8 +234,21 @@ class CorpusStore:
         return engine
 
     def version(self, store: str) -> tuple[str, int]:
-        """The store's version stamp (memory_core.store.version): changes with every committed write."""
-        return read_version(self.engine(store), store)
+        """The store's version stamp (memory_core.store.version): changes with every committed write.
+
+        On SQLite the row is read again only when the database or its WAL file changed (every commit
+        changes one of them; a stat costs a hundredth of the query): the files are looked at first, so a
+        commit landing between the look and the read is seen by the next call."""
+        url = self.url(store)
+        if not url.startswith("sqlite"):
+            return read_version(self.engine(store), store)
+        files = file_stamps([self.dir / f"{store}.db", self.dir / f"{store}.db-wal"])
+        cached = self._versions.get(store)
+        if cached is not None and cached[0] == files:
+            return cached[1]
+        stamp = read_version(self.engine(store), store)
+        self._versions[store] = (files, stamp)
+        return stamp
 
     def _empty_engine(self, store: str) -> Engine:
         """An empty in-memory database with the store's schema: what a store not built yet reads as."""
@@ -331,6 +345,18 @@ class CorpusStore:
             return None
         finally:
             os.close(fd)
+
+
+def file_stamps(paths: list[Path]) -> tuple:
+    """(path, mtime_ns, size) of each file (None, None when it is absent): equal stamps, untouched files."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append((str(path), None, None))
+    return tuple(out)
 
 
 def server_database(url: str, create: bool) -> bool:
