@@ -1,6 +1,7 @@
 """Several corpus partitions built at once vs one after another (memory_assets.parallel: a run process per
 partition, one writer per corpus), in the same run: wall seconds of each way and the ratio.
 
+    python -m evals.benchmarks.bench_parallel_partitions --copies 3      # the demo export three times
     python -m evals.benchmarks.bench_parallel_partitions --data ../shared/data/locomo/locomo_dev.json \
         --records conv-26,conv-30,conv-41 --workers 3 [--database-url 'postgresql+psycopg://…/bench_{corpus}_{store}']
 
@@ -39,14 +40,21 @@ def main(argv: list[str] | None = None) -> int:
     from memory_core.store.db import MemoryHome
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="a LoCoMo file (one corpus per record)")
+    parser.add_argument("--data", type=Path, default=None, help="a LoCoMo file (one corpus per record)")
     parser.add_argument("--records", default="conv-26,conv-30,conv-41")
+    parser.add_argument(
+        "--copies", type=int, default=0, help="instead: this many copies of the demo export (or of --data)"
+    )
     parser.add_argument(
         "--workers", type=int, default=0, help="parallel run processes (default: one per record)"
     )
     parser.add_argument("--database-url", default=None, help="store URL template (default: SQLite files)")
     args = parser.parse_args(argv)
-    records = [r for r in args.records.split(",") if r]
+    from memory_core.demo import demo_export_path
+
+    copies = args.copies or (0 if args.data else 3)
+    data = args.data or demo_export_path()
+    records = [f"copy{i}" for i in range(copies)] if copies else [r for r in args.records.split(",") if r]
     workers = args.workers or len(records)
     with tempfile.TemporaryDirectory(prefix="bench_parallel_") as tmp:
         home = MemoryHome.resolve(Path(tmp) / "home", args.database_url)
@@ -54,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         runner = CorpusRunner(home, memory_instance(home))
         for suffix in ("seq", "par"):
             for record in records:
-                runner.register(plan_corpora(f"{record}-{suffix}", args.data, record_id=record))
+                record_id = None if copies else record
+                runner.register(plan_corpora(f"{record}-{suffix}", data, record_id=record_id))
         sequential, seq_runs = build(home, [f"{r}-seq" for r in records], workers=1)
         parallel, par_runs = build(home, [f"{r}-par" for r in records], workers=workers)
     rows = [
@@ -67,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         for record, seq, par in zip(records, seq_runs, par_runs, strict=True)
     ]
     print(
-        f"stores: {'SQLite files' if not args.database_url else args.database_url.split('@')[-1]}; "
+        f"input: {data.name}; stores: {'SQLite files' if not args.database_url else args.database_url.split('@')[-1]}; "
         f"{len(records)} corpora; {workers} workers; cores {os.cpu_count()}; load {os.getloadavg()[0]:.2f}"
     )
     print_table(rows)
