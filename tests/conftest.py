@@ -109,7 +109,9 @@ def postgres_url() -> str:
             conn.execute(text("SELECT 1"))
         engine.dispose()
     except Exception as err:  # no driver, no server, no role: skip, as without the variable
-        pytest.skip(f"no Postgres server at {settings.MEMORY_OS_TEST_POSTGRES_URL.name}: {type(err).__name__}")
+        pytest.skip(
+            f"no Postgres server at {settings.MEMORY_OS_TEST_POSTGRES_URL.name}: {type(err).__name__}"
+        )
     return url
 
 
@@ -134,8 +136,25 @@ def pg_home(home, postgres_url, monkeypatch) -> MemoryHome:
             text("SELECT datname FROM pg_database WHERE datname LIKE :p"), {"p": f"{prefix}%"}
         ).scalars()
         for name in list(names):
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            _drop_database(conn, name)
     admin.dispose()
+
+
+def _drop_database(conn, name: str, attempts: int = 10) -> None:
+    """DROP … WITH (FORCE), retried: it cannot end a superuser's backend (an autovacuum worker) on the
+    database, which leaves within moments."""
+    import time
+    import warnings
+
+    from sqlalchemy.exc import DBAPIError
+
+    for attempt in range(attempts):
+        try:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except DBAPIError:
+            time.sleep(0.5 * (attempt + 1))
+    warnings.warn(f"test database {name} could not be dropped", stacklevel=2)
 
 
 def pytest_collection_modifyitems(config, items):
