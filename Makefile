@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test demo test lint smoke ui clean
+.PHONY: install install-test demo test test-postgres lint smoke ui clean
 
 # the product alone (what `make demo` and `make ui` need): torch from PyTorch's CPU wheel index first (PyPI's
 # torch on Linux is the CUDA build, several GB more), then the project; scripts/install.sh does both
@@ -28,6 +28,11 @@ demo: install
 
 test: install-test
 	$(BIN)/python -m pytest
+
+# the `postgres`-marked tests alone, verbosely (they run in `make test` too): against MEMORY_OS_TEST_POSTGRES_URL
+# (`.ci/postgres.sh` installs, starts and prints one); they skip when no server is reachable
+test-postgres: install-test
+	$(BIN)/python -m pytest -m postgres -v -rs
 
 # the import contracts of pyproject.toml [tool.importlinter]: layers, no Dagster in the domain, independent stages
 lint: install-test

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_core.settings import DAGSTER_HOME, use_dagster_home
+from memory_core.settings import DAGSTER_HOME, DAGSTER_PG_URL, use_dagster_home
 from memory_core.store.db import MemoryHome
 
 INSTANCE_TEMPLATE = "dagster.yaml"  # telemetry off, one run per corpus partition, the `llm` pool
+POSTGRES_STORAGE_TEMPLATE = "dagster.postgres.yaml"  # its storage stanza on Postgres (DAGSTER_PG_URL)
 WORKSPACE_TEMPLATE = "workspace.yaml"  # the code location `memory_assets.definitions:defs`
 
 
@@ -22,9 +23,22 @@ def template(name: str):
     return resources.files("memory_assets").joinpath("templates", name)
 
 
+def instance_config_text(postgres: bool) -> str:
+    """The packaged instance configuration; with `postgres`, its storage stanza (the first block, up to the
+    first blank line after `storage:`) replaced by the Postgres one."""
+    text = template(INSTANCE_TEMPLATE).read_text(encoding="utf-8")
+    if not postgres:
+        return text
+    start = text.index("\nstorage:") + 1
+    end = text.index("\n\n", start) + 1
+    storage = template(POSTGRES_STORAGE_TEMPLATE).read_text(encoding="utf-8")
+    return text[:start] + storage + text[end:]
+
+
 def ensure_dagster_home(home: MemoryHome) -> Path:
     """DAGSTER_HOME, or `<memory home>/dagster` when it is unset (then exported for Dagster and the processes
-    it starts), seeded with the packaged dagster.yaml when the folder has none."""
+    it starts), seeded with the packaged dagster.yaml when the folder has none — its Postgres variant when
+    DAGSTER_PG_URL is set."""
     configured = DAGSTER_HOME.get()
     path = Path(configured).expanduser().resolve() if configured else home.root / "dagster"
     if not configured:
@@ -32,7 +46,7 @@ def ensure_dagster_home(home: MemoryHome) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     config = path / INSTANCE_TEMPLATE
     if not config.exists():
-        config.write_text(template(INSTANCE_TEMPLATE).read_text(encoding="utf-8"), encoding="utf-8")
+        config.write_text(instance_config_text(postgres=bool(DAGSTER_PG_URL.get())), encoding="utf-8")
     return path
 
 

@@ -49,6 +49,12 @@ DAGSTER_HOME = Setting(
     "the Dagster instance (runs, event logs, schedules); unset: `<memory home>/dagster`, seeded with the "
     "packaged `dagster.yaml` (read by Dagster too)",
 )
+DAGSTER_PG_URL = Setting(
+    "DAGSTER_PG_URL",
+    "postgresql+psycopg2://user:password@host:5432/db of the Dagster instance's storage (the `dagster-postgres` extra): "
+    "a new DAGSTER_HOME is then seeded with the Postgres variant of `dagster.yaml` (read by Dagster too)",
+    secret=True,
+)
 NUMBA_CACHE_DIR = Setting(
     "NUMBA_CACHE_DIR",
     "where numba keeps compiled kernels (read by numba too); unset: `<memory home>/cache/numba` for UMAP's, "
@@ -95,6 +101,12 @@ MEMORY_OS_SHARED_DATA = Setting(
     "the benchmark dev data folder (`evals.ci_smoke`, tests); unset: `../shared/data` beside the repository",
     scope="evals",
 )
+MEMORY_OS_TEST_POSTGRES_URL = Setting(
+    "MEMORY_OS_TEST_POSTGRES_URL",
+    "a Postgres server for the `postgres`-marked tests (SQLAlchemy URL of a database whose role may create "
+    "databases; `.ci/postgres.sh` prints one); unset or unreachable: those tests skip",
+    scope="tests",
+)
 MEMORY_OS_FUZZ_EXAMPLES = Setting(
     "MEMORY_OS_FUZZ_EXAMPLES", "hypothesis examples per parser fuzz test", "60", scope="tests"
 )
@@ -113,6 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
     MEMORY_OS_HOME,
     MEMORY_OS_DATABASE_URL,
     DAGSTER_HOME,
+    DAGSTER_PG_URL,
     NUMBA_CACHE_DIR,
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
@@ -125,6 +138,7 @@ SETTINGS: tuple[Setting, ...] = (
     MEMORY_OS_EVAL_READER_MODEL,
     MEMORY_OS_EVAL_JUDGE_MODEL,
     MEMORY_OS_SHARED_DATA,
+    MEMORY_OS_TEST_POSTGRES_URL,
     MEMORY_OS_FUZZ_EXAMPLES,
     HF_HUB_OFFLINE,
     TRANSFORMERS_OFFLINE,

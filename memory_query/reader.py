@@ -7,7 +7,6 @@ was never built is `None`: retrieval degrades to what exists (graph → vectors 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from sqlalchemy import String, select, type_coerce
 
 from memory_core.embeddings import Embedder
 from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
-from memory_core.store.db import CorpusStore
+from memory_core.store.db import CorpusStore, file_stamps
 from memory_core.store.schema import (
     canonical_concepts,
     concept_evidence,
@@ -74,14 +73,7 @@ class TopicTable:
 
 
 def _stamp(paths: list[Path]) -> tuple:
-    out = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-        except FileNotFoundError:
-            out.append((str(p), None, None))
-    return tuple(out)
+    return file_stamps(paths)
 
 
 class CorpusReader:
@@ -99,10 +91,6 @@ class CorpusReader:
             self._cache.clear()
 
     # -------------------------------------------------------------------------------- freshness
-    def _db_files(self, name: str) -> list[Path]:
-        base = self.store.dir / f"{name}.db"
-        return [base, Path(f"{base}-wal")]
-
     def _cached(self, key: str, stamp: tuple, build):
         with self._lock:
             hit = self._cache.get(key)
@@ -113,20 +101,8 @@ class CorpusReader:
             return value
 
     def _sql_stamp(self, *names: str) -> tuple:
-        if self.store.home.url_template:  # not files: a cheap content fingerprint instead
-            return ("sql", self._row_counts())
-        return _stamp([p for n in names for p in self._db_files(n)])
-
-    def _row_counts(self) -> tuple:
-        from sqlalchemy import func
-
-        with self.store.source.connect() as s, self.store.staging.connect() as g:
-            return (
-                s.execute(select(func.count()).select_from(messages)).scalar_one(),
-                g.execute(select(func.count()).select_from(canonical_concepts)).scalar_one(),
-                g.execute(select(func.count()).select_from(concept_evidence)).scalar_one(),
-                g.execute(select(func.count()).select_from(topics)).scalar_one(),
-            )
+        """The stores' version stamps (memory_core.store.version): an in-place change is a new stamp."""
+        return tuple(self.store.version(n) for n in names)
 
     # -------------------------------------------------------------------------------- tables
     def messages(self) -> MessageTable:

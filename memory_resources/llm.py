@@ -59,6 +59,14 @@ class LLMResource(ConfigurableResource):
     use_cache: bool = Field(
         default=_DEFAULTS.use_cache, description="persistent response cache under <memory home>/cache/llm"
     )
+    response_format: str = Field(
+        default=_DEFAULTS.response_format,
+        description="json_schema (strict structured outputs: OpenAI, Azure, vLLM) | json_object (the schema "
+        "as {type: json_object, schema}: llama.cpp's server, grammar-enforced)",
+    )
+    max_output_tokens: int = Field(
+        default=_DEFAULTS.max_output_tokens, description="output tokens per answer"
+    )
 
     def settings(self) -> LLMSettings:
         return LLMSettings(**{f.name: getattr(self, f.name) for f in fields(LLMSettings)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from memory_core import settings
 from memory_core.store.db import CorpusStore, MemoryHome
 
 
@@ -12,7 +13,8 @@ class MemoryStorage(ConfigurableResource):
     """Source, staging and reflective stores per corpus.
 
     `home` defaults to `MEMORY_OS_HOME` (read when a run starts) or `~/.memory_os`. `database_url` is an
-    optional SQLAlchemy URL template with `{corpus}` and `{store}` placeholders for Postgres.
+    optional SQLAlchemy URL template with `{corpus}` and `{store}` placeholders for Postgres; unset, it is
+    `MEMORY_OS_DATABASE_URL` (read when a run starts), else SQLite files under the home.
     """
 
     home: str | None = Field(
@@ -24,7 +26,7 @@ class MemoryStorage(ConfigurableResource):
     )
 
     def memory_home(self) -> MemoryHome:
-        return MemoryHome.resolve(self.home, self.database_url)
+        return MemoryHome.resolve(self.home, self.database_url or settings.MEMORY_OS_DATABASE_URL.get())
 
     def corpus(self, name: str) -> CorpusStore:
         return self.memory_home().corpus(name)

@@ -7,7 +7,9 @@ valid `SegmentExtraction` from the prompt (one entity per person message, quotin
 Frustration reaction when a message says "frustrated"). It rejects requests whose `response_format` is not
 a strict JSON schema, as the real service does; a request with `tools` must give strict function schemas
 instead and is answered with a tool call (`Reply.tool_call`), or refused like an endpoint without tool calls
-when `tools_supported` is off.
+when `tools_supported` is off. With `dialect = "llama_cpp"` it speaks as llama.cpp's Python server does:
+`json_schema` is refused with HTTP 500 ("Input should be 'text' or 'json_object'"), `{"type":
+"json_object", "schema": …}` is what it takes.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ class ChatServer:
         self.rules: list[tuple[Callable[[dict], bool], Behaviour]] = []
         self.requests: list[dict] = []  # every request body, in arrival order
         self.tools_supported = True  # off: a request with tools is refused (an endpoint without tool calls)
+        self.dialect = "openai"  # openai | llama_cpp: which response_format it accepts
         self.answered: list[dict] = []  # requests that got a 200 completion (the ones that cost tokens)
         self._lock = threading.Lock()
         server = self
@@ -140,8 +143,9 @@ class ChatServer:
                     return self._write(200, reply.body, reply.headers)
                 problem = server._check(request)
                 if problem:
+                    code = 500 if problem.startswith("Input should be") else 400  # llama.cpp's validation
                     return self._write(
-                        400,
+                        code,
                         json.dumps({"error": {"message": problem, "type": "invalid_request_error"}}).encode(),
                     )
                 if reply.status != 200:
@@ -229,6 +233,13 @@ class ChatServer:
                     return "Invalid schema for function: " + "; ".join(problems[:3])
             return ""
         fmt = request.get("response_format") or {}
+        if self.dialect == "llama_cpp":
+            if fmt.get("type") != "json_object":
+                return "Input should be 'text' or 'json_object'"
+            if not isinstance(fmt.get("schema"), dict):
+                return "json_object without a schema: the answer would not be grammar-constrained"
+            problems = schema_problems(fmt["schema"], "schema")
+            return "Invalid schema for response_format: " + "; ".join(problems[:3]) if problems else ""
         if fmt.get("type") != "json_schema" or not fmt.get("json_schema", {}).get("strict"):
             return "response_format must be a strict json_schema"
         problems = schema_problems(fmt["json_schema"]["schema"], fmt["json_schema"].get("name", "schema"))

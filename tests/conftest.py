@@ -91,3 +91,77 @@ def built_demo(tmp_path_factory):
         run = runner.materialize("demo")
     assert run.success
     return home, "demo"
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test server of the `postgres` marker (MEMORY_OS_TEST_POSTGRES_URL); skips when unset or unreachable."""
+    from sqlalchemy import create_engine, text
+
+    from memory_core import settings
+
+    url = settings.MEMORY_OS_TEST_POSTGRES_URL.get()
+    if not url:
+        pytest.skip(f"{settings.MEMORY_OS_TEST_POSTGRES_URL.name} not set")
+    try:
+        engine = create_engine(url, connect_args={"connect_timeout": 3})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as err:  # no driver, no server, no role: skip, as without the variable
+        pytest.skip(
+            f"no Postgres server at {settings.MEMORY_OS_TEST_POSTGRES_URL.name}: {type(err).__name__}"
+        )
+    return url
+
+
+@pytest.fixture
+def pg_home(home, postgres_url, monkeypatch) -> MemoryHome:
+    """`home` with its stores as databases of the test server, named `<unique prefix>_<corpus>_<store>`
+    (set as MEMORY_OS_DATABASE_URL too); the databases are dropped afterwards."""
+    import uuid
+
+    from sqlalchemy import create_engine, make_url, text
+
+    prefix = f"mos_{uuid.uuid4().hex[:10]}"
+    server = make_url(postgres_url)
+    template = server.set(database=f"{prefix}_DATABASE").render_as_string(hide_password=False)
+    template = template.replace(f"{prefix}_DATABASE", f"{prefix}_{{corpus}}_{{store}}")
+    monkeypatch.setenv("MEMORY_OS_DATABASE_URL", template)
+    yield MemoryHome.resolve(home.root, template)
+    dispose_engines()
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        names = conn.execute(
+            text("SELECT datname FROM pg_database WHERE datname LIKE :p"), {"p": f"{prefix}%"}
+        ).scalars()
+        for name in list(names):
+            _drop_database(conn, name)
+    admin.dispose()
+
+
+def _drop_database(conn, name: str, attempts: int = 10) -> None:
+    """DROP … WITH (FORCE), retried: it cannot end a superuser's backend (an autovacuum worker) on the
+    database, which leaves within moments."""
+    import time
+    import warnings
+
+    from sqlalchemy.exc import DBAPIError
+
+    for attempt in range(attempts):
+        try:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except DBAPIError:
+            time.sleep(0.5 * (attempt + 1))
+    warnings.warn(f"test database {name} could not be dropped", stacklevel=2)
+
+
+def pytest_collection_modifyitems(config, items):
+    """`llm_server` tests are opt-in (a real model on the CPU): they run only when `-m` names the marker."""
+    if "llm_server" in (config.getoption("markexpr", "") or ""):
+        return
+    skip = pytest.mark.skip(reason="opt-in: run with -m llm_server (the llm-local extra)")
+    for item in items:
+        if "llm_server" in item.keywords:
+            item.add_marker(skip)

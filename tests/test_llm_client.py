@@ -274,3 +274,42 @@ def test_resource_picks_the_teacher_at_run_start(monkeypatch, tmp_path, chat_ser
     assert described["teacher"] == "gpt-4.1-mini" and described["base_url"] == chat_server.url
     assert KEY not in str(described)
     assert LLMResource(teacher="offline").build_teacher(home).describe()["teacher"] == "offline"
+
+
+@pytest.mark.parametrize("dialect, response_format", [("openai", "json_schema"), ("llama_cpp", "json_object")])
+def test_the_response_format_setting_speaks_each_endpoints_dialect(chat_server, dialect, response_format):
+    """json_schema for OpenAI/Azure/vLLM; json_object + schema for llama.cpp's server, which refuses
+    json_schema with a 500: each setting gets a valid answer from its endpoint, and the same strict schema
+    is sent either way."""
+    chat_server.dialect = dialect
+    result = client(chat_server, response_format=response_format).structured(request())
+    assert result.outcome == "ok" and result.attempts == 1, result.error
+    assert result.parsed.concepts[0].evidence[0].quote == "I am frustrated"
+    sent = chat_server.requests[0]["response_format"]
+    schema = SegmentExtraction.model_json_schema()
+    if response_format == "json_object":
+        assert sent["type"] == "json_object" and set(sent["schema"]["properties"]) == set(schema["properties"])
+    else:
+        assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
+
+
+def test_the_wrong_response_format_for_an_endpoint_fails_with_its_error(chat_server):
+    """json_schema against llama.cpp's server: its 500 is retried and then reported, never parsed."""
+    chat_server.dialect = "llama_cpp"
+    result = client(chat_server, max_retries=1).structured(request())
+    assert result.outcome == "error" and "json_object" in result.error
+    assert all(r["response_format"]["type"] == "json_schema" for r in chat_server.requests)
+
+
+def test_the_llm_settings_choose_the_response_format(chat_server, tmp_path):
+    from memory_core.llm.factory import LLMSettings, build_llm_client
+
+    chat_server.dialect = "llama_cpp"
+    settings = LLMSettings(
+        teacher="openai", api_key=KEY, base_url=chat_server.url, model="smollm2", response_format="json_object"
+    )
+    llm = build_llm_client(settings, tmp_path)
+    assert llm.describe()["response_format"] == "json_object"
+    assert llm.structured(request()).outcome == "ok"
+    with pytest.raises(LLMConfigurationError, match="response_format"):
+        build_llm_client(LLMSettings(teacher="openai", api_key=KEY, response_format="xml"), tmp_path)

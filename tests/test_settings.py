@@ -61,4 +61,5 @@ def test_values_are_read_when_asked(monkeypatch):
         "OPENAI_API_KEY",
         "NEO4J_PASSWORD",
         "MEMORY_OS_MCP_TOKEN",
+        "DAGSTER_PG_URL",
     }

@@ -33,6 +33,9 @@ class LLMSettings:
     backoff_base_s: float = 1.0  # first backoff delay; doubles per retry (Retry-After wins)
     prices: dict[str, list[float]] = field(default_factory=dict)  # model → [input, output] USD per 1M tokens
     use_cache: bool = True  # persistent response cache under <memory home>/cache/llm
+    # json_schema (OpenAI, Azure, vLLM) | json_object (llama.cpp's server: json_object + schema as grammar)
+    response_format: str = "json_schema"
+    max_output_tokens: int = 4096  # per answer (a small local model under a grammar can run on to the cap)
 
     def kind(self) -> str:
         """offline | openai: what a client built now would be."""
@@ -68,6 +71,8 @@ def build_llm_client(settings: LLMSettings, cache_dir: Path | None = None) -> LL
         max_retries=settings.max_retries,
         backoff_base_s=settings.backoff_base_s,
         prices=PriceTable.from_config(settings.prices),
+        response_format=settings.response_format,
+        max_output_tokens=settings.max_output_tokens,
     )
     if settings.use_cache and cache_dir is not None:
         return CachedLLMClient(client, ResponseCache.in_dir(cache_dir))

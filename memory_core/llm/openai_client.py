@@ -12,6 +12,13 @@ Retries live here, not in the SDK (its own retries are off), so every HTTP attem
   a 400 naming tools or functions (an endpoint without tool calls) switches this client to the strict
   response format for good, and the request is repeated that way.
 - 401/403/404: `LLMConfigurationError`, because every further call would fail the same way.
+
+The response format is configuration (`response_format`): `json_schema` — OpenAI's strict structured
+outputs, what OpenAI, Azure OpenAI and vLLM take — or `json_object`, the same schema sent as
+`{"type": "json_object", "schema": …}`, what llama.cpp's Python server (`llama_cpp.server`) takes and
+enforces as a grammar (it refuses `json_schema` with HTTP 500). Either way the answer is validated against
+the strict response model here. With `json_object` no tools are sent (that server has no strict function
+calling): the same schema comes back as the answer instead, and the output cap is sent as `max_tokens`.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from memory_core.llm.prices import PriceTable
 from memory_core.llm.scrub import scrub
 
 RETRYABLE_STATUS = {408, 409, 429}
+RESPONSE_FORMATS = ("json_schema", "json_object")
 MAX_BACKOFF_S = 30.0
 
 
@@ -52,10 +60,16 @@ class OpenAICompatibleClient(LLMClient):
         validation_retries: int = 1,
         max_output_tokens: int | None = 4096,
         prices: PriceTable | None = None,
+        response_format: str = "json_schema",
         sleep=time.sleep,
     ):
         if not api_key:
             raise LLMConfigurationError("no API key for the OpenAI-compatible client")
+        if response_format not in RESPONSE_FORMATS:
+            raise LLMConfigurationError(
+                f"unknown response_format {response_format!r}: use {' or '.join(RESPONSE_FORMATS)}"
+            )
+        self.response_format = response_format
         self.model = model
         self._api_key = api_key
         self.base_url = base_url or None
@@ -68,7 +82,8 @@ class OpenAICompatibleClient(LLMClient):
         self.max_output_tokens = max_output_tokens
         self.prices = prices or PriceTable.from_config(None)
         self._sleep = sleep
-        self.tools_supported = True  # until the endpoint rejects a request with tools
+        # until the endpoint rejects a request with tools; never with json_object (no strict functions there)
+        self.tools_supported = response_format == "json_schema"
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -100,6 +115,7 @@ class OpenAICompatibleClient(LLMClient):
             "base_url": self.base_url or "https://api.openai.com/v1",
             "azure_api_version": self.azure_api_version or "",
             "reasoning_effort": self.reasoning_effort or "",
+            "response_format": self.response_format,
         }
 
     def _scrub(self, text: str) -> str:
@@ -108,10 +124,9 @@ class OpenAICompatibleClient(LLMClient):
     # ------------------------------------------------------------------------------------------ calls
     def structured(self, request: StructuredRequest[T]) -> StructuredResult[T]:
         schema = request.schema  # raises StrictSchemaError before anything is sent
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": request.response_model.__name__, "schema": schema, "strict": True},
-        }
+        response_format = response_format_payload(
+            self.response_format, request.response_model.__name__, schema
+        )
         payload: dict[str, Any] = {"response_format": response_format}
         if request.tools and self.tools_supported:
             payload = {"tools": request.tool_specs(), "tool_choice": "required", "parallel_tool_calls": False}
@@ -209,8 +224,9 @@ class OpenAICompatibleClient(LLMClient):
             kwargs: dict[str, Any] = dict(model=self.model, messages=messages, **payload)
             if self.reasoning_effort:
                 kwargs["reasoning_effort"] = self.reasoning_effort
-            if self.max_output_tokens:
-                kwargs["max_completion_tokens"] = self.max_output_tokens
+            if self.max_output_tokens:  # llama.cpp's server knows only the older name
+                cap = "max_tokens" if self.response_format == "json_object" else "max_completion_tokens"
+                kwargs[cap] = self.max_output_tokens
             result.attempts += 1
             try:
                 completion = self._sdk().chat.completions.create(**kwargs)
@@ -263,6 +279,13 @@ class OpenAICompatibleClient(LLMClient):
             except ValueError:  # an HTTP-date Retry-After: the computed backoff stands
                 pass
         return min(delay, MAX_BACKOFF_S)
+
+
+def response_format_payload(kind: str, name: str, schema: dict) -> dict:
+    """The `response_format` of a request for a strict schema, in the dialect the endpoint speaks."""
+    if kind == "json_object":  # llama.cpp's server: the schema becomes its decoding grammar
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 def _json_feedback(raw: str, problem: str) -> list[dict]:

@@ -11,7 +11,8 @@ Default layout under the memory home (`MEMORY_OS_HOME`, default `~/.memory_os`):
     corpora/<name>/indexes/         FAISS indexes
 
 A SQLAlchemy URL template (`{corpus}` and `{store}` placeholders) points the same tables elsewhere, e.g.
-`postgresql+psycopg://user@host/memory_{corpus}_{store}`.
+`postgresql+psycopg://user@host/memory_{corpus}_{store}`: on Postgres a store's database is created on its
+first write (the role needs CREATEDB) and a read path finds a missing one empty, as with SQLite files.
 """
 
 from __future__ import annotations
@@ -42,13 +43,17 @@ from sqlalchemy import (
     create_engine,
     event,
     inspect,
+    make_url,
     select,
+    text,
 )
+from sqlalchemy import exc as sqlalchemy_exc
 
 from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
 from memory_core.processes import ProcessIdentity
 from memory_core.settings import memory_home_path
 from memory_core.store.schema import METADATA_BY_STORE
+from memory_core.store.version import read_version, track_versions
 
 CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
 STORES = ("source", "staging", "reflective")
@@ -66,6 +71,7 @@ corpora_registry = Table(
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+_server_databases: set[str] = set()  # server database URLs known to exist (databases are never dropped here)
 
 
 def utcnow() -> datetime:
@@ -117,6 +123,7 @@ def dispose_engines() -> None:
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
+        _server_databases.clear()
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,7 @@ class CorpusStore:
         self.readonly = readonly
         self._ready: set[str] = set()
         self._empty: dict[str, Engine] = {}
+        self._versions: dict[str, tuple[tuple, tuple[str, int]]] = {}  # store → (file stamps, version)
 
     def read_only(self) -> CorpusStore:
         return self if self.readonly else CorpusStore(self.home, self.name, readonly=True)
@@ -209,17 +217,38 @@ class CorpusStore:
 
     def engine(self, store: str) -> Engine:
         url = self.url(store)
-        if url.startswith("sqlite"):
-            if self.readonly and not (self.dir / f"{store}.db").exists():
+        if store not in self._ready:
+            if url.startswith("sqlite"):
+                if self.readonly and not (self.dir / f"{store}.db").exists():
+                    return self._empty_engine(store)
+                self.dir.mkdir(parents=True, exist_ok=True)
+            elif not server_database(url, create=not self.readonly):
                 return self._empty_engine(store)
-            self.dir.mkdir(parents=True, exist_ok=True)
         engine = get_engine(url)
         if store not in self._ready:
+            track_versions(engine)
             METADATA_BY_STORE[store].create_all(engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             retire_constraints(engine, METADATA_BY_STORE[store])
             self._ready.add(store)
         return engine
+
+    def version(self, store: str) -> tuple[str, int]:
+        """The store's version stamp (memory_core.store.version): changes with every committed write.
+
+        On SQLite the row is read again only when the database or its WAL file changed (every commit
+        changes one of them; a stat costs a hundredth of the query): the files are looked at first, so a
+        commit landing between the look and the read is seen by the next call."""
+        url = self.url(store)
+        if not url.startswith("sqlite"):
+            return read_version(self.engine(store), store)
+        files = file_stamps([self.dir / f"{store}.db", self.dir / f"{store}.db-wal"])
+        cached = self._versions.get(store)
+        if cached is not None and cached[0] == files:
+            return cached[1]
+        stamp = read_version(self.engine(store), store)
+        self._versions[store] = (files, stamp)
+        return stamp
 
     def _empty_engine(self, store: str) -> Engine:
         """An empty in-memory database with the store's schema: what a store not built yet reads as."""
@@ -316,6 +345,47 @@ class CorpusStore:
             return None
         finally:
             os.close(fd)
+
+
+def file_stamps(paths: list[Path]) -> tuple:
+    """(path, mtime_ns, size) of each file (None, None when it is absent): equal stamps, untouched files."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append((str(path), None, None))
+    return tuple(out)
+
+
+def server_database(url: str, create: bool) -> bool:
+    """Whether the database a server URL names exists; with `create`, create it when it does not (the
+    role needs CREATEDB), so a corpus on Postgres gets its databases on its first write, as a SQLite corpus
+    gets its files. Asks the server's maintenance database `postgres`; other servers are taken as they are."""
+    target = make_url(url)
+    if target.get_backend_name() != "postgresql" or not target.database or url in _server_databases:
+        return True
+    maintenance = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with maintenance.connect() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": target.database}
+            ).first()
+            if exists or not create:
+                if exists:
+                    _server_databases.add(url)
+                return bool(exists)
+            quoted = conn.dialect.identifier_preparer.quote_identifier(target.database)
+            try:
+                conn.exec_driver_sql(f"CREATE DATABASE {quoted}")
+            except sqlalchemy_exc.ProgrammingError as err:  # created meanwhile by a parallel run
+                if "already exists" not in str(err):
+                    raise
+            _server_databases.add(url)
+            return True
+    finally:
+        maintenance.dispose()
 
 
 def wipe_free_pages(engine: Engine) -> None:

@@ -8,9 +8,12 @@ contract runs on SQLite (default) and Postgres. All times are UTC.
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy import (
     DDL,
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -259,7 +262,7 @@ action_log = Table(
 )
 Index("ix_action_log_concept", action_log.c.concept_id)
 Index("ix_action_log_mention", action_log.c.mention_id)
-# Append-only, enforced by the database where it is the default (SQLite): corrections are new rows.
+# Append-only, enforced by the database itself (SQLite and Postgres): corrections are new rows.
 for _op in ("UPDATE", "DELETE"):
     event.listen(
         action_log,
@@ -269,6 +272,22 @@ for _op in ("UPDATE", "DELETE"):
             "BEGIN SELECT RAISE(ABORT, 'action_log is append-only'); END"
         ).execute_if(dialect="sqlite"),
     )
+event.listen(
+    action_log,
+    "after_create",
+    DDL(
+        "CREATE OR REPLACE FUNCTION action_log_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'action_log is append-only'; END $$"
+    ).execute_if(dialect="postgresql"),
+)
+event.listen(  # a statement trigger: TRUNCATE too, and one check per statement, not per row
+    action_log,
+    "after_create",
+    DDL(
+        "CREATE OR REPLACE TRIGGER action_log_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON action_log "
+        "FOR EACH STATEMENT EXECUTE FUNCTION action_log_append_only()"
+    ).execute_if(dialect="postgresql"),
+)
 
 residuals = Table(
     "residuals",
@@ -570,6 +589,34 @@ reaction_tombstones = Table(
     Column("purged_at", DateTime, nullable=False),
     Column("scope", String(16), nullable=False),  # all | expired
 )
+
+
+def _store_version_table(metadata: MetaData) -> Table:
+    """The store's version stamp (memory_core.store.version): one row, bumped by every write transaction;
+    `epoch` is drawn when the store is created, so a rebuilt store never repeats an old stamp."""
+    table = Table(
+        "store_version",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("epoch", String(32), nullable=False),
+        Column("version", BigInteger, nullable=False),
+    )
+
+    @event.listens_for(table, "after_create")
+    def _seed(target, connection, **_kw):
+        connection.execute(target.insert().values(id=1, epoch=uuid.uuid4().hex, version=0))
+
+    return table
+
+
+store_versions = {
+    name: _store_version_table(md)
+    for name, md in (
+        ("source", source_metadata),
+        ("staging", staging_metadata),
+        ("reflective", reflective_metadata),
+    )
+}
 
 METADATA_BY_STORE = {
     "source": source_metadata,

