@@ -439,3 +439,21 @@ def test_latest_first_asks_whether_the_latest_told_evidence_ranks_above_the_earl
     once["haystack_sessions"][0][0]["has_answer"] = False
     [single] = load_longmemeval(write_json(tmp_path / "once.json", [once]))
     assert latest_first(single, single.questions[0], ["answer_s2_2"]) is None
+
+
+def test_the_split_table_scores_each_side_and_the_whole_as_the_report_does(home, tmp_path):
+    from evals.split_table import split_table
+    from evals.splits import split_of
+
+    data = write_json(tmp_path / "locomo.json", [locomo_sample("conv-a"), locomo_sample("conv-b")])
+    out = tmp_path / "out"
+    args = ["--benchmark", "locomo", "--data", str(data), "--out", str(out), "--methods", "bm25"]
+    assert eval_retrieval(home, *args, "--embedder", "hashing").exit_code == 0
+    table = split_table("locomo", data, out)["bm25"]
+    report = json.loads((out / "report.json").read_text())["methods"]["bm25"]["turn"]["overall"]
+    assert table["all"]["recall_frac@5"] == pytest.approx(report["recall_frac@5"], abs=1e-4)
+    assert (
+        table["all"]["n"]
+        == report["n"]
+        == sum(table[s]["n"] for s in {split_of("conv-a"), split_of("conv-b")})
+    )
