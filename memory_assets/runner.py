@@ -163,14 +163,16 @@ class CorpusRunner:
         selection: Sequence[str] | None = None,
         ops: Mapping[str, Any] | None = None,
         progress: TextIO | None = None,
+        notices: TextIO | None = None,
     ) -> CorpusRun:
         """Materialise the selected assets (default: every one) of a registered corpus in this process;
         `ops` is per-asset run config (`{"gardener_actions": {"config": {...}}}`). A failed step does not
-        raise: the run says `success=False` and its logs are in the instance."""
+        raise: the run says `success=False` and its logs are in the instance. `progress` gets the step
+        lines; `notices` (default: `progress`) what run health did or waits on, also when progress is off."""
         registered_source(self.home, corpus)  # a clear error when the corpus is not registered
         wanted = self._selection(selection)
         self.add_partition(corpus)
-        say = _sayer(progress)
+        say = _sayer(notices if notices is not None else progress)
         reaped = reap_dead_runs(self.instance)  # a killed run's slots would block this one forever
         if reaped:
             say(describe_reaped(reaped))

@@ -162,7 +162,8 @@ def _run_assets(
     runner = _runner(home)
     keys = runner.selected_keys(selection) if selection else None  # a stage or multi-asset, expanded
     click.echo(f"materialising {name} ({', '.join(keys) if keys else 'every stage'})", err=True)
-    run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr)
+    # --quiet silences the step lines, never what run health freed or waits on
+    run = runner.materialize(name, selection, ops, progress=None if quiet else sys.stderr, notices=sys.stderr)
     failed_checks = run.failed_checks("ERROR") if run.success else []
     user_error = None if run.success else run.user_error()
     if (

@@ -386,3 +386,27 @@ def test_an_untagged_run_is_judged_by_the_pids_of_its_events(home):
         assert [(r.run_id, r.corpus, r.slots) for r in reap_dead_runs(inst)] == [(run_id, "ui", {"llm": 1})]
         assert inst.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
         assert inst.event_log_storage.get_concurrency_info("llm").claimed_slots == []
+
+
+def test_quiet_silences_step_lines_but_never_what_run_health_freed(home, tmp_path):
+    """`materialize --quiet`: no step lines, yet a dead run's freed slots are still said in one line."""
+    from click.testing import CliRunner
+
+    from memory_assets.instance import memory_instance
+    from memory_cli.main import cli
+
+    inst = memory_instance(home)  # the instance the command opens
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    tags = {**process_tags(), PID_TAG: str(dead.pid), "dagster/partition": "other"}
+    tags.pop("memory_os/pid_started", None)
+    killed = inst.create_run_for_job(
+        dg.GraphDefinition("g", node_defs=[]).to_job(), tags=tags, status=dg.DagsterRunStatus.STARTED
+    )
+    base = ["--home", str(home.root)]
+    assert CliRunner().invoke(cli, [*base, "corpus", "add", "q", str(demo_export_path())]).exit_code == 0
+    out = CliRunner().invoke(cli, [*base, "materialize", "q", "--select", "messages", "--quiet"])
+    assert out.exit_code == 0, out.output
+    assert "run health" in out.output and killed.run_id[:8] in out.output, out.output
+    assert "✓" not in out.output  # no step lines
+    assert inst.get_run_by_id(killed.run_id).status == dg.DagsterRunStatus.FAILURE
