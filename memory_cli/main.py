@@ -13,6 +13,7 @@ import click
 
 from memory_cli.ask_cmd import ask_command
 from memory_cli.eval_cmd import eval_group
+from memory_cli.listing import echo_rows, staging_rows
 from memory_cli.query_cmd import query_command, render_answer
 from memory_cli.reactions_cmd import reactions_group
 from memory_cli.revision_cmd import facts_command, repairs_group
@@ -326,15 +327,13 @@ def gardener_proposals(ctx, name, status, category, as_json) -> None:
         query = query.where(lp.status == status)
     if category:
         query = query.where(lp.category == category)
-    with home.corpus(name, readonly=True).staging.connect() as conn:
-        rows = [dict(r) for r in conn.execute(query).mappings()]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
-        return
-    for r in rows:
-        click.echo(
+    echo_rows(
+        staging_rows(home.corpus(name, readonly=True), query),
+        as_json,
+        lambda r: (
             f"{r['proposal_id']}  {r['category']:<13} {r['score']:.2f} {r['status']:<14} {r['rationale'][:120]}"
-        )
+        ),
+    )
 
 
 @gardener.command("actions")
@@ -349,15 +348,14 @@ def gardener_actions_list(ctx, name, run_id, as_json) -> None:
 
     home = _home(ctx)
     registered_source(home, name)
-    rows = list_actions(home.corpus(name, readonly=True), run_id=run_id)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
-        return
-    for r in rows:
-        click.echo(
-            f"{r['gardener_action_id']}  {r['action']:<16} {r['status']:<11} cites {len(r['cited_message_ids'])} "
-            f"{r['rationale'][:110]}"
-        )
+    echo_rows(
+        list_actions(home.corpus(name, readonly=True), run_id=run_id),
+        as_json,
+        lambda r: (
+            f"{r['gardener_action_id']}  {r['action']:<16} {r['status']:<11} "
+            f"cites {len(r['cited_message_ids'])} {r['rationale'][:110]}"
+        ),
+    )
 
 
 @cli.command("serve-mcp")

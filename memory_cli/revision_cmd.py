@@ -9,6 +9,8 @@ from datetime import datetime
 
 import click
 
+from memory_cli.listing import echo_rows, staging_rows
+
 
 def _when(value: str | None) -> datetime | None:
     if not value:
@@ -112,16 +114,14 @@ def repairs_list(ctx, name, status, as_json) -> None:
                    rq.cited_message_ids, rq.enqueued_at, rq.resolved_at).order_by(rq.repair_id)  # fmt: skip
     if status:
         query = query.where(rq.status == status)
-    with home.corpus(name, readonly=True).staging.connect() as conn:
-        rows = [dict(r) for r in conn.execute(query).mappings()]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, default=str))
-        return
-    for r in rows:
-        click.echo(
-            f"{r['repair_id']:>4} {r['concept_id']} {r['trust']:<8} {r['status']:<11} {r['action'] or '':<16} "
-            f"{(r['note'] or '')[:110]}"
-        )
+    echo_rows(
+        staging_rows(home.corpus(name, readonly=True), query),
+        as_json,
+        lambda r: (
+            f"{r['repair_id']:>4} {r['concept_id']} {r['trust']:<8} {r['status']:<11} "
+            f"{r['action'] or '':<16} {(r['note'] or '')[:110]}"
+        ),
+    )
 
 
 @repairs_group.command("rollback")

@@ -87,13 +87,17 @@ def test_the_instance_template_is_packaged_and_seeds_a_new_dagster_home(tmp_path
     assert (path / "dagster.yaml").read_text(encoding="utf-8") == "telemetry:\n  enabled: false\n"
 
 
-def test_the_repository_workspace_is_the_packaged_one():
-    """`dagster dev -w workspace.yaml` in the repository and `memory-os ui` load the same code location."""
-    from memory_assets.instance import WORKSPACE_TEMPLATE, template
+def test_the_repository_workspace_and_instance_are_the_packaged_ones():
+    """`dagster dev -w workspace.yaml` in the repository (DAGSTER_HOME the repository: its `dagster.yaml`) and
+    `memory-os ui` load the same code location on the same instance settings."""
+    from memory_assets.instance import INSTANCE_TEMPLATE, WORKSPACE_TEMPLATE, template
 
     packaged = template(WORKSPACE_TEMPLATE).read_text(encoding="utf-8")
     assert (ROOT / "workspace.yaml").read_text(encoding="utf-8") == packaged
     assert "module_name: memory_assets.definitions" in packaged
+    instance = template(INSTANCE_TEMPLATE).read_text(encoding="utf-8")
+    assert (ROOT / "dagster.yaml").read_text(encoding="utf-8") == instance
+    assert "enabled: false" in instance  # telemetry off
 
 
 @pytest.mark.slow

@@ -441,19 +441,17 @@ def test_latest_first_asks_whether_the_latest_told_evidence_ranks_above_the_earl
     assert latest_first(single, single.questions[0], ["answer_s2_2"]) is None
 
 
-def test_the_split_table_scores_each_side_and_the_whole_as_the_report_does(home, tmp_path):
-    from evals.split_table import split_table
+def test_a_rescore_by_split_scores_each_side_and_the_whole_as_the_report_does(home, tmp_path):
+    from evals.rescore import rescore
     from evals.splits import split_of
 
     data = write_json(tmp_path / "locomo.json", [locomo_sample("conv-a"), locomo_sample("conv-b")])
     out = tmp_path / "out"
     args = ["--benchmark", "locomo", "--data", str(data), "--out", str(out), "--methods", "bm25"]
     assert eval_retrieval(home, *args, "--embedder", "hashing").exit_code == 0
-    table = split_table("locomo", data, out)["bm25"]
+    turn = rescore("locomo", data, out, by="split")["bm25"]["turn"]
     report = json.loads((out / "report.json").read_text())["methods"]["bm25"]["turn"]["overall"]
-    assert table["all"]["recall_frac@5"] == pytest.approx(report["recall_frac@5"], abs=1e-4)
-    assert (
-        table["all"]["n"]
-        == report["n"]
-        == sum(table[s]["n"] for s in {split_of("conv-a"), split_of("conv-b")})
-    )
+    assert turn["overall"]["recall_frac@5"] == pytest.approx(report["recall_frac@5"], abs=1e-4)
+    sides = {split_of("conv-a"), split_of("conv-b")}
+    assert set(turn["by_type"]) == sides
+    assert turn["overall"]["n"] == report["n"] == sum(turn["by_type"][s]["n"] for s in sides)
