@@ -85,6 +85,15 @@ def test_a_count_collects_across_sessions(demo, pool):
     assert answer.answer.startswith("3 conversations")
 
 
+def test_a_count_of_things_counts_what_the_sentences_name_not_where(demo, pool):
+    # "a job offer in Lisbon at a mobility startup called Andorinha": one job, Andorinha; Lisbon is where
+    answer = ask("How many jobs have I had?", demo[1], pool=pool)
+    _valid(answer)
+    head = answer.answer.split(". ")[0]
+    assert head.startswith("2 jobs:") and "Northwind Logistics" in head and "Andorinha" in head, head
+    assert "Lisbon" not in head
+
+
 def test_a_relative_date_is_searched_inside_its_range(demo, pool):
     answer = ask("What did I say about Kestrel last month?", demo[1], as_of=datetime(2024, 4, 10), pool=pool)
     window = answer.plan.time_range

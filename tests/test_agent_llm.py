@@ -229,12 +229,13 @@ def test_a_scout_that_loops_is_stopped_by_the_step_cap(chat_server, corpus):
         ],  # fmt: skip
     )
     answer = ask(QUESTION, name, as_of=ASKED, driver=driver_for(chat_server, home), pool=pool)
-    assert len(answer.steps) == 6 and answer.stopped_by == "steps"
+    # the Scout's share of the 6 steps is 3: the Planner's and two Synthesizer attempts are kept out of it
+    assert len(answer.steps) == 5 and answer.stopped_by == "steps"
     scout_steps = [s for s in answer.steps if s.role == "scout"]
-    assert [s.tool for s in scout_steps] == ["smart_search"] * 3 + ["submit_evidence"]
-    assert all(s.note.startswith("refused: this strategy was already tried") for s in scout_steps[1:3])
-    assert scout_steps[3].note.startswith("forced: step cap reached") and answer.evidence
-    assert len([r for r in chat_server.requests if role_of(r) == "ScoutOut"]) == 4
+    assert [s.tool for s in scout_steps] == ["smart_search"] * 2 + ["submit_evidence"]
+    assert scout_steps[1].note.startswith("refused: this strategy was already tried")
+    assert scout_steps[2].note.startswith("forced: step cap reached") and answer.evidence
+    assert len([r for r in chat_server.requests if role_of(r) == "ScoutOut"]) == 3
     last = [r for r in chat_server.requests if role_of(r) == "ScoutOut"][-1]
     assert "call submit_evidence now" in user_text(last) and "refused" in user_text(last)
 
@@ -266,6 +267,22 @@ def test_a_draft_with_no_cited_sentence_is_retried_then_abstains(chat_server, co
     assert len(synth) == 2 and "Your previous answer was rejected" in user_text(synth[1])
     assert answer.abstained and answer.answer == ABSTENTION  # the uncited draft never reaches the user
     assert [d["sentence"] for d in answer.dropped] == ["You did the half marathon first."] * 2
+
+
+def test_a_scout_that_spends_its_share_still_leaves_the_synthesizer_its_retry(chat_server, corpus):
+    home, name, pool = corpus
+    uncited = {"reasoning": "", "answer": "You did the half marathon first.", "abstain": False, "gaps": []}
+
+    def cited(request: dict) -> dict:
+        return {"reasoning": "", "answer": f"You signed up first [Source:{evidence_ids(request)[0]}].", "abstain": False, "gaps": []}  # fmt: skip
+
+    Script(chat_server, PlanOut=[PLAN], ScoutOut=[scout("smart_search", "A", "half marathon")], SynthesisOut=[uncited, cited])  # fmt: skip
+    answer = ask(QUESTION, name, as_of=ASKED, driver=driver_for(chat_server, home), pool=pool)
+    assert answer.stopped_by == "steps" and len(answer.steps) == 6  # the cap holds, retry included
+    synth = [s for s in answer.steps if s.role == "synthesizer"]
+    assert [s.arguments["retry"] for s in synth] == [False, True]
+    assert not answer.abstained and answer.answer.startswith("You signed up first [Source:")
+    assert [d["sentence"] for d in answer.dropped] == ["You did the half marathon first."]
 
 
 def test_the_token_cap_stops_the_scout(chat_server, corpus):

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from memory_core.store.db import MemoryHome
 from memory_core.store.schema import messages
 from memory_query import ReaderPool, ask, check_citations  # `ask` is exported beside query_memory
-from memory_query.agent.counting import counted_noun, named_items
+from memory_query.agent.counting import counted_noun, counts_places, named_items
 from memory_query.agent.synthesizer import enforce_citations
 from tests.conftest import write_json
 from tests.samples import chatgpt_node
@@ -191,7 +191,17 @@ def test_the_items_a_sentence_names():
     switched = "Update on Kestrel: we switched from PostgreSQL to DuckDB for the analytics side."
     assert named_items(switched, context=frozenset({"kestrel"}))[-2:] == ["PostgreSQL", "DuckDB"]
     assert "Kestrel" not in " ".join(named_items(switched, context=frozenset({"kestrel"})))
-    assert named_items("I want to learn Portuguese in Lisbon I think.") == ["Portuguese", "Lisbon"]
+    # "I" ends a name; a name after "in" is where, not what, unless places are counted or nothing else is named
+    assert named_items("I want to learn Portuguese in Lisbon I think.") == ["Portuguese"]
+    assert named_items("I want to learn Portuguese in Lisbon I think.", places=True) == [
+        "Portuguese",
+        "Lisbon",
+    ]
+    offer = "Big news: I accepted a job offer in Lisbon at a mobility startup called Andorinha."
+    assert named_items(offer) == ["Andorinha"]
+    assert named_items("I got a job in Lisbon.") == ["Lisbon"]
+    assert counts_places(counted_noun("How many cities did I visit?"))
+    assert not counts_places(counted_noun("How many jobs have I had?"))
     assert counted_noun("In March, how many books did I read?") == "books"
     assert counted_noun("How many people helped me with Kestrel?") == "people"
 

@@ -3,8 +3,9 @@ Dune, The Left Hand of Darkness, Piranesi), each with the evidence that states i
 that mention the question's words.
 
 An item is what an answering sentence names: a quoted title, else a run of capitalised words ("The Left
-Hand of Darkness"; not the author after "by", not a month, a weekday or a participant); a sentence that
-answers but names nothing ("I bought another model kit") is one item of its own when no answering sentence
+Hand of Darkness"; not the author after "by", not a month, a weekday or a participant; not where the item
+is — "a job offer in Lisbon at a startup called Andorinha" names one job, Andorinha — unless places are what
+is counted); a sentence that answers but names nothing ("I bought another model kit") is one item of its own when no answering sentence
 names one. Answering sentences are
 statements (not questions) holding the counted words, inside the plan's time range, and, for a question
 in the first person, the user's own (an assistant's suggestion is not a book the user read).
@@ -41,6 +42,14 @@ _NOT_ITEMS = frozenset(
     december monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow oh ok okay
     yes no so also just well great big honestly finally""".split()
 )
+# a name after these says where the item is ("a job offer in Lisbon"), not what it is
+_LOCATIVE = re.compile(r"\b(?:in|near|around|across|outside|inside|throughout|within)\s*$", re.I)
+# counted nouns whose items are places: there a locative name is the item ("cities … in Portugal" aside)
+_PLACE_NOUNS = frozenset(
+    """city cities country countries place places town towns state states destination destinations trip trips
+    location locations neighborhood neighborhoods neighbourhood neighbourhoods island islands region regions
+    park parks""".split()
+)
 _FIRST_PERSON = re.compile(r"\b(?:I|my|me|mine|I've|I'm)\b")
 
 
@@ -71,15 +80,23 @@ def _is_common(word: str) -> bool:
     )
 
 
+def counts_places(noun: str) -> bool:
+    return bool(_PLACE_NOUNS & set(noun.lower().split()))
+
+
 def named_items(
-    sentence: str, participants: frozenset[str] = frozenset(), context: frozenset[str] = frozenset()
+    sentence: str,
+    participants: frozenset[str] = frozenset(),
+    context: frozenset[str] = frozenset(),
+    places: bool = False,
 ) -> list[str]:
     """The things `sentence` names: quoted titles, else runs of capitalised words (see the module doc);
-    none holding a `context` stem (what the question names: "for Kestrel" is not one of the items)."""
+    none holding a `context` stem (what the question names: "for Kestrel" is not one of the items); a name
+    after a locative preposition only when the sentence names nothing else or `places` are counted."""
     quoted = [a or b for a, b in _QUOTED.findall(sentence)]
     if quoted:
         return [q.strip() for q in quoted if q.strip()]
-    out = []
+    out, where = [], []
     for m in _NAMED.finditer(sentence):
         name = re.sub(r"['’]s$", "", m.group(0)).rstrip("'’-")  # "Tomás's model": Tomás
         words = name.split()
@@ -94,8 +111,8 @@ def named_items(
             continue
         if re.search(r"\bby\s*$", sentence[: m.start()]):  # the author of the title before it
             continue
-        out.append(" ".join(words))
-    return out
+        (where if _LOCATIVE.search(sentence[: m.start()]) else out).append(" ".join(words))
+    return out + where if places or not out else out
 
 
 def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> list[CountedItem]:
@@ -109,6 +126,7 @@ def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> lis
     # "prediction model" is no model kit
     noun = content_tokens(counted_noun(plan.question))
     required = (set(noun[-1:]) | (counted - set(noun))) or counted
+    places = counts_places(counted_noun(plan.question))
     window = plan.time_range
     pool = [e for e in evidence if window is None or window.contains(e.created_at)]
     if _FIRST_PERSON.search(plan.question) and any(e.role == "user" for e in pool):
@@ -123,7 +141,7 @@ def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> lis
                 continue
             if not required & held:
                 continue
-            names = named_items(sentence, plan.participants, context)
+            names = named_items(sentence, plan.participants, context, places)
             for name in names:
                 items.setdefault(name.casefold(), CountedItem(name, ev, (start, end)))
             if not names:

@@ -88,6 +88,9 @@ class AgentState:
 
 class AgentDriver(ABC):
     name: str
+    #: Synthesizer calls the budget keeps for this driver: a retry with the rejection's reasons can change an
+    #: LLM's draft; an extractive one would repeat itself, so its Scout may spend that step instead
+    synthesis_attempts: int = 1
 
     @abstractmethod
     def plan(self, question: str, asked_at: datetime) -> RoleCall[Plan]:

@@ -85,6 +85,7 @@ def _failed(result: StructuredResult) -> str:
 
 class LLMDriver(AgentDriver):
     name = "llm"
+    synthesis_attempts = 2  # a draft left with no cited sentence is retried once, inside the step cap
 
     def __init__(self, client: LLMClient):
         self.client = client

@@ -94,7 +94,7 @@ class AgentLoop:
         every search (see `AgentState.view`)."""
         started = time.perf_counter()
         asked_at = as_of or utcnow()
-        spend = Spend(self.budget)
+        spend = Spend(self.budget, self.driver.synthesis_attempts)
         state = self._plan(question, asked_at, spend)
         state.as_of, state.view = as_of, view
         accepted, stopped_by = self._search(state)

@@ -31,6 +31,7 @@ from memory_query.reader import NAME_WORD
 # share of a sub-question's words the best evidence sentence must hold. LoCoMo conv-26 (the tune side): 0.3
 # with the named-participant rule (`about_whom`) abstains on 13/47 adversarial and 26/152 answerable
 # questions, 139/199 right decisions; 0.5 without the rule: 18/47 and 73/152, 97/199 (0.3-0.6 tried)
+# (balanced accuracy 0.553, the best of 0.0-0.5; confirm conv-30/41/42/43: 0.566 — `evals.qa.abstention`)
 ABSTAIN_BELOW = 0.3
 QUOTE_CHARS = 300
 COUNT_LISTED = 6

@@ -21,7 +21,7 @@ _WRITE_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class AgentBudget:
-    max_steps: int = 6  # every role's steps together (Planner 1, Scout ≤ max_steps - 2, Synthesizer 1)
+    max_steps: int = 6  # every role's steps together (Planner 1, Scout the rest, Synthesizer 1 or 2)
     max_tokens: int = 30_000  # LLM tokens (in + out) over the question; the offline driver spends none
     max_evidence: int = 10  # messages the Scout submits (the Synthesizer's whole world)
 
@@ -29,9 +29,9 @@ class AgentBudget:
         if self.max_steps < 3:
             raise ValueError("max_steps must leave a step for each role (at least 3)")
 
-    @property
-    def scout_steps(self) -> int:
-        return self.max_steps - 2
+    def scout_steps(self, synthesis_attempts: int = 1) -> int:
+        """The Scout's share: what the Planner and the Synthesizer's attempts leave, at least its submission."""
+        return max(1, self.max_steps - 1 - synthesis_attempts)
 
 
 @dataclass
@@ -55,6 +55,7 @@ class Spend:
     """What the loop has spent so far, against its budget."""
 
     budget: AgentBudget
+    synthesis_attempts: int = 1  # Synthesizer steps kept out of the Scout's share (the driver's)
     steps: list[AgentStep] = field(default_factory=list)
 
     @property
@@ -65,7 +66,7 @@ class Spend:
         return sum(1 for s in self.steps if s.role == "scout")
 
     def scout_steps_left(self) -> int:
-        return self.budget.scout_steps - self.scout_steps()
+        return self.budget.scout_steps(self.synthesis_attempts) - self.scout_steps()
 
     def steps_left(self) -> int:
         return self.budget.max_steps - len(self.steps)
