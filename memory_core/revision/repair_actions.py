@@ -102,9 +102,13 @@ class _Context:
 
 
 def _derived(concept: ConceptHypothesis, evidence: list[dict], times: dict[str, datetime], policy) -> dict:
-    """Support, confidence and freshness as the concept's active evidence gives them."""
+    """Support, confidence and freshness as the concept's active evidence gives them. Confidence is capped,
+    never raised: the memory loop counted a restatement in a conversation it had already, or an instance of
+    a broader concept, for less than a piece of independent evidence, and the evidence rows do not say which
+    piece was which — the noisy-OR of them all is the most they support, not what the loop gave."""
     active = [r for r in evidence if r["status"] == "active"]
-    out: dict = {"support_count": len(active), "confidence": round(supported_confidence(evidence, policy), 4)}
+    supported = round(supported_confidence(evidence, policy), 4)
+    out: dict = {"support_count": len(active), "confidence": min(concept.confidence, supported)}
     seen = [times[r["message_id"]] for r in active if r["message_id"] in times]
     if seen:
         out["first_seen"], out["last_seen"] = min(seen), max(seen)
@@ -393,8 +397,19 @@ class RepairWorker:
 
 
 def _same(before: dict, after: dict, cid: str) -> bool:
-    """Nothing but the time of recording differs for `cid` between two snapshots."""
+    """Nothing but the time of recording (or the order its spans are listed in) differs for `cid` between
+    two snapshots."""
     a, b = dict(before["concepts"][cid] or {}), dict(after["concepts"][cid] or {})
-    a.pop("recorded_at", None)
-    b.pop("recorded_at", None)
+    for c in (a, b):
+        c.pop("recorded_at", None)
+        c["evidence_spans"] = sorted(c.get("evidence_spans") or [], key=_span_key)
     return a == b and before["evidence"].get(cid) == after["evidence"].get(cid)
+
+
+def _span_key(span: dict) -> tuple:
+    return (
+        span.get("message_id") or "",
+        span.get("char_start") or 0,
+        span.get("char_end") or 0,
+        span.get("source_id") or "",
+    )
