@@ -57,7 +57,7 @@ class Question:
     answer: str
     haystack_id: str
     question_date: str | None = None  # LongMemEval's text, e.g. "2023/05/30 (Tue) 23:40"
-    as_of: datetime | None = None  # question_date parsed: the time of asking
+    as_of: datetime | None = None  # the time of asking (LongMemEval: the end of question_date's day)
     relevant_turns: frozenset[str] = frozenset()
     relevant_sessions: frozenset[str] = frozenset()
     abstention: bool = False  # LongMemEval `_abs`, LoCoMo category 5
@@ -96,6 +96,15 @@ def _read_json_list(path: str | Path, what: str) -> list:
 
 
 # ------------------------------------------------------------------------------------------ LongMemEval
+def question_day_end(question_date: object) -> datetime | None:
+    """The time memory is asked at: the end of the question's day. LongMemEval's dates order days, not the
+    hours of the question's own day: in the dev file 160 sessions are dated later on the question's day
+    than its time (none on a later day), and 6 questions have their evidence in one of them (a3045048:
+    "my best friend's 30th birthday party … on the 22nd of April", told at 14:45, asked at 13:45)."""
+    when = parse_lme_date(question_date)
+    return when.replace(hour=23, minute=59, second=59) if when else None
+
+
 def load_longmemeval(path: str | Path) -> list[Haystack]:
     haystacks = []
     for index, rec in enumerate(_read_json_list(path, "LongMemEval")):
@@ -156,7 +165,7 @@ def _lme_haystack(rec: dict) -> Haystack:
         answer=str(rec.get("answer", "")),
         haystack_id=qid,
         question_date=rec.get("question_date"),
-        as_of=parse_lme_date(rec.get("question_date")),
+        as_of=question_day_end(rec.get("question_date")),
         relevant_turns=frozenset() if abstention else frozenset(relevant_turns),
         relevant_sessions=frozenset() if abstention else frozenset(relevant_sessions),
         abstention=abstention,

@@ -52,10 +52,21 @@ def test_longmemeval_ids_labels_and_skips(lme):
         "answer_s2_2",
     }  # the has_answer assistant turn is not a document
     assert q.relevant_sessions == {"answer_s1", "answer_s2"}
-    assert q.question_date == "2023/05/30 (Tue) 23:40" and q.as_of == datetime(2023, 5, 30, 23, 40)
+    # asked at the end of the question's day: the benchmark dates days, not the hours within its own day
+    assert q.question_date == "2023/05/30 (Tue) 23:40" and q.as_of == datetime(2023, 5, 30, 23, 59, 59)
     assert q.retrieval_scored and not q.abstention
     assert abstention.questions[0].abstention and not abstention.questions[0].retrieval_scored
     assert not assistant_only.questions[0].retrieval_scored and not assistant_only.questions[0].abstention
+
+
+def test_longmemeval_evidence_told_later_on_the_question_day_is_visible(tmp_path):
+    rec = lme_file_records()[0]
+    rec["question_date"] = "2023/05/30 (Tue) 13:45"
+    rec["haystack_dates"][-1] = "2023/05/30 (Tue) 14:45"  # the evidence session, an hour "after" asking
+    (h,) = load_longmemeval(write_json(tmp_path / "late.json", [rec]))
+    q = h.questions[0]
+    late = datetime(2023, 5, 30, 14, 45)
+    assert q.as_of is not None and late <= q.as_of < datetime(2023, 5, 31)
 
 
 def test_longmemeval_repeated_session_keeps_the_first(tmp_path):
