@@ -138,12 +138,12 @@ def test_offline_teacher_end_to_end_and_idempotent(home, instance, tmp_path):
     assert result.success
     assert all(_checks(result).values()), _checks(result)
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "offline" and meta["extractor"] == "offline/v3" and meta["llm_calls"] == 0
+    assert meta["teacher"] == "offline" and meta["extractor"] == "offline/v4" and meta["llm_calls"] == 0
     assert meta["span_verified_rate"] == 1.0 and meta["schema_validity_rate"] == 1.0 and meta["accepted"] > 0
     store = home.corpus("offline")
     found = _rows(store, mentions, mentions.c.mention_id)
     assert {m["consolidated_id"] for m in found} == {None} and {m["extractor"] for m in found} == {
-        "offline/v3"
+        "offline/v4"
     }
     by_surface = {m["surface"]: m for m in found}
     assert by_surface["Kyoto"]["type"] == "entity"

@@ -203,6 +203,16 @@ def test_a_shared_image_is_the_speakers_event_of_what_it_shows():
     assert photo.title == "Melanie shared a painting of a sunset over a lake"
     assert photo.description == "Melanie shared a photo of a painting of a sunset over a lake."
     assert [e.quote for e in photo.evidence] == ["take a look at this"]  # the sentence that presents it
+    for text in (
+        "Wow, that sounds awesome! What's been the best part of it?",
+        "Can't wait to hear about it!",
+    ):
+        unpresented = MessageView("m2", "id-m2", "assistant", "Melanie", True, text, 0, len(text), REF,
+                                  "a photo of a girl sitting in a teepee")  # fmt: skip
+        result = OfflineTeacher().extract(
+            segment(unpresented, fmt="locomo", speakers=("Caroline", "Melanie"))
+        )
+        assert not [c for c in result.extraction.concepts if "teepee" in c.title], text  # nothing presents it
 
 
 def test_questions_greetings_courtesy_and_assistants_carry_no_personal_facts():

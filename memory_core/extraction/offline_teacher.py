@@ -51,7 +51,8 @@ from memory_core.ontology.titles import fact_title
 from memory_core.revision.slot_rules import offline_claims
 
 _GENERIC_DEFINITION = ", mentioned by "
-RULES_VERSION = "offline/v3"  # v3: precision first (a fact needs a subject), type rules, whole titles
+RULES_VERSION = "offline/v4"  # v3: precision first (a fact needs a subject), type rules, whole titles;
+# v4: a shared image is an event only where a sentence presents it
 
 # courtesy toward the listener, not a fact about the speaker
 _PHATIC = re.compile(
@@ -361,12 +362,18 @@ class OfflineTeacher(Teacher):
 
     def _shared_image(self, m: MessageView, drafts: dict[tuple[str, str], _Draft]) -> None:
         """A message that shares an image states that the speaker shared what it shows: the evidence is the
-        sentence that presents it ("take a look at this", "Here's one I did last week"), else the last one."""
+        sentence that presents it ("take a look at this", "Here's one I did last week"). With no such
+        sentence there is no event: the caption is not in the text, and a sentence that does not present
+        the image ("What's been the best part of it?") would be evidence of nothing it says."""
         spans = sentences(m.text, m.start, m.end)
-        if not spans:
+        presenting = [
+            (s, e)
+            for s, e in spans
+            if _PRESENTS.search(m.text[s:e]) and not m.text[s:e].rstrip().endswith("?")
+        ]
+        if not presenting:
             return
-        presenting = [(s, e) for s, e in spans if _PRESENTS.search(m.text[s:e])]
-        s, e = clean_clause(m.text, *(presenting or spans)[-1])
+        s, e = clean_clause(m.text, *presenting[-1])
         shown = _IMAGE_KIND.sub("", m.caption.strip().rstrip("."))
         if e <= s or len(shown.split()) < 2:
             return
