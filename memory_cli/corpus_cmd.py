@@ -7,7 +7,7 @@ import shutil
 from memory_core.corpora import CorpusSource
 from memory_core.errors import InputError
 from memory_core.ingest.validation import scan_file
-from memory_core.store.db import MemoryHome, dispose_engines
+from memory_core.store.db import STORES, MemoryHome, dispose_engines, drop_server_databases
 
 
 def check_sources(home: MemoryHome, sources: list[CorpusSource], replace: bool) -> list[CorpusSource]:
@@ -40,9 +40,14 @@ def check_sources(home: MemoryHome, sources: list[CorpusSource], replace: bool) 
 
 
 def delete_corpus_data(home: MemoryHome, source: CorpusSource | str) -> None:
-    """Delete a corpus's stores, graph and indexes (waiting for a running writer to finish first)."""
+    """Delete a corpus's stores (its files, or its databases on a server), graph and indexes (waiting for
+    a running writer to finish first)."""
     store = home.corpus(source if isinstance(source, str) else source.name)
     with store.write_lock():
         pass
-    dispose_engines()  # no pooled connection may keep writing to a deleted database file
+    dispose_engines()  # no pooled connection may keep writing to a deleted database
+    if home.url_template:
+        failed = drop_server_databases([store.url(s) for s in STORES])
+        if failed:
+            raise InputError(f"could not drop database(s) {', '.join(failed)} of corpus {store.name!r}: a session still holds them; try again")  # fmt: skip
     shutil.rmtree(store.dir, ignore_errors=True)

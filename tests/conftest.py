@@ -140,21 +140,13 @@ def pg_home(home, postgres_url, monkeypatch) -> MemoryHome:
     admin.dispose()
 
 
-def _drop_database(conn, name: str, attempts: int = 10) -> None:
-    """DROP … WITH (FORCE), retried: it cannot end a superuser's backend (an autovacuum worker) on the
-    database, which leaves within moments."""
-    import time
+def _drop_database(conn, name: str) -> None:
     import warnings
 
-    from sqlalchemy.exc import DBAPIError
+    from memory_core.store.db import drop_database
 
-    for attempt in range(attempts):
-        try:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
-        except DBAPIError:
-            time.sleep(0.5 * (attempt + 1))
-    warnings.warn(f"test database {name} could not be dropped", stacklevel=2)
+    if not drop_database(conn, name):
+        warnings.warn(f"test database {name} could not be dropped", stacklevel=2)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -167,3 +167,24 @@ def test_a_long_lived_reader_sees_an_in_place_change_on_postgres(pg_home, instan
     with store.staging.connect() as conn:  # a read is no write: the stamp stays
         conn.execute(select(func.count()).select_from(canonical_concepts)).scalar_one()
     assert store.version("staging")[1] == stamp[1] + 1
+
+
+def test_removing_a_corpus_with_its_data_drops_its_databases(pg_home, tmp_path):
+    from click.testing import CliRunner
+
+    from memory_cli.main import cli
+    from tests.revision_samples import MOVES, write_chat
+
+    path = write_chat(tmp_path / "moves.jsonl", MOVES)
+    runner = CliRunner()
+    assert (
+        runner.invoke(cli, ["--home", str(pg_home.root), "corpus", "add", "gone", str(path)]).exit_code == 0
+    )
+    store = pg_home.corpus("gone")
+    with store.source.begin() as conn, store.staging.begin():  # the first writes create the databases
+        conn.execute(select(func.count()).select_from(messages))
+    names = {store.url(s).rsplit("/", 1)[1] for s in ("source", "staging")}
+    assert names <= _databases(pg_home, "gone")
+    result = runner.invoke(cli, ["--home", str(pg_home.root), "corpus", "remove", "gone", "--delete-data"])
+    assert result.exit_code == 0, result.output
+    assert not names & _databases(pg_home, "gone")

@@ -388,6 +388,39 @@ def server_database(url: str, create: bool) -> bool:
         maintenance.dispose()
 
 
+def drop_database(conn, name: str, attempts: int = 10) -> bool:
+    """DROP DATABASE … WITH (FORCE) on an AUTOCOMMIT connection to the server's maintenance database,
+    retried: FORCE cannot end a superuser's backend (an autovacuum worker), which leaves within moments.
+    Whether it is gone."""
+    quoted = conn.dialect.identifier_preparer.quote_identifier(name)
+    for attempt in range(attempts):
+        try:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+            return True
+        except sqlalchemy_exc.DBAPIError:
+            time.sleep(0.5 * (attempt + 1))
+    return False
+
+
+def drop_server_databases(urls: list[str]) -> list[str]:
+    """Drop the Postgres databases `urls` name (a corpus's stores on a server; other servers and SQLite are
+    left to their files); the names that could not be dropped."""
+    failed = []
+    for url in urls:
+        target = make_url(url)
+        if target.get_backend_name() != "postgresql" or not target.database:
+            continue
+        _server_databases.discard(url)
+        maintenance = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        try:
+            with maintenance.connect() as conn:
+                if not drop_database(conn, target.database):
+                    failed.append(target.database)
+        finally:
+            maintenance.dispose()
+    return failed
+
+
 def wipe_free_pages(engine: Engine) -> None:
     """After a purge: no deleted content left in a SQLite file (its WAL checkpointed and truncated, the
     file vacuumed). Nothing to do for a server database."""
