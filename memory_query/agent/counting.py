@@ -5,10 +5,10 @@ that mention the question's words.
 An item is what an answering sentence names: a quoted title, else a run of capitalised words ("The Left
 Hand of Darkness"; not the author after "by", not a month, a weekday or a participant; not where the item
 is — "a job offer in Lisbon at a startup called Andorinha" names one job, Andorinha — unless places are what
-is counted); a sentence that answers but names nothing ("I bought another model kit") is one item of its own when no answering sentence
-names one. Answering sentences are
-statements (not questions) holding the counted words, inside the plan's time range, and, for a question
-in the first person, the user's own (an assistant's suggestion is not a book the user read).
+is counted); a sentence that answers but names nothing ("I bought another model kit") is one item of its
+own when no answering sentence names one. Answering sentences are statements (not questions) holding the
+counted words, inside the plan's time range, and, for a question in the first person, the user's own (an
+assistant's suggestion is not a book the user read).
 """
 
 from __future__ import annotations
