@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from memory_assets.catalog import code_version, column_schema
+from memory_assets.catalog import CodeVersions, column_schema
 from memory_assets.common import preview_quiet
 from memory_assets.consolidation import assets as consolidation_assets
 from memory_assets.consolidation import checks as consolidation_checks
@@ -63,10 +63,12 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def _versioned(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
-    """Each asset with its code version (a hash of its function) and a link to its source."""
+    """Each asset with its code version (a hash of its module and the first-party code it imports) and a
+    link to its source."""
+    versions = CodeVersions()
     out = []
     for a in assets:
-        version = code_version(a)
+        version = versions.of_asset(a)
         out.append(a.map_asset_specs(lambda spec, v=version: spec.replace_attributes(code_version=v)))
     return dg.with_source_code_references(out)
 

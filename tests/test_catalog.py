@@ -7,6 +7,7 @@ import dagster as dg
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
+from memory_assets.catalog import CodeVersions, module_source
 from memory_assets.definitions import defs
 from memory_assets.runner import CorpusRunner
 from memory_core.corpora import plan_corpora
@@ -71,3 +72,43 @@ def test_the_catalog_declares_code_versions_columns_and_source_references():
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         assert node.code_version and "dagster/code_references" in node.metadata, key
+
+
+def _assets_def(key: str) -> dg.AssetsDefinition:
+    return defs.resolve_asset_graph().get(dg.AssetKey(key)).assets_def
+
+
+def test_a_change_inside_memory_core_changes_the_code_version_of_the_assets_that_import_it():
+    changed = "memory_core.topics.clustering"  # imported by the topics stage, not by ingestion
+    topics, messages = _assets_def("topics"), _assets_def("messages")
+    versions = CodeVersions()
+    assert changed in versions.closure(topics.op.compute_fn.decorated_fn.__module__)
+    assert changed not in versions.closure(messages.op.compute_fn.decorated_fn.__module__)
+    assert defs.resolve_asset_graph().get(dg.AssetKey("topics")).code_version == versions.of_asset(topics)
+
+    def edited(name: str) -> str | None:  # the real source, with one line added to the changed module
+        source = module_source(name)
+        return f"{source}\nEDITED = True\n" if name == changed else source
+
+    after = CodeVersions(edited)
+    assert after.of_asset(topics) != versions.of_asset(topics)
+    assert after.of_asset(messages) == versions.of_asset(messages)
+    assert after.of_asset(_assets_def("weighted_links")) != versions.of_asset(_assets_def("weighted_links"))
+
+
+def test_the_import_walk_reads_lazy_relative_and_parenthesised_imports():
+    versions = CodeVersions(
+        {
+            "memory_core.fake": "import os\n'''\nfrom the docs import nothing\n'''\n"
+            "def f():\n    from memory_core.fake_lazy import (\n        a,\n        b,\n    )\n",
+            "memory_core.fake_lazy": "from . import fake_rel\n",
+            "memory_core.fake_rel": "x = 1\n",
+            "memory_core": "",
+        }.get
+    )
+    assert versions.closure("memory_core.fake") == [
+        "memory_core",
+        "memory_core.fake",
+        "memory_core.fake_lazy",
+        "memory_core.fake_rel",
+    ]
