@@ -34,6 +34,25 @@ ASSET_TABLES: dict[str, list[tuple[str, str]]] = {
     "gardener_triage": [(G, "lifecycle_proposals")],
     "gardener_actions": [(G, "gardener_actions"), (G, "canonical_concepts")],
 }
+# asset key → the few figures of its report a user watches over time, plotted as `quality/<figure>` (with the
+# timings and `dagster/row_count`); the asset's other numbers stay visible in one JSON entry, not plotted
+QUALITY_FIGURES: dict[str, tuple[str, ...]] = {
+    "messages": ("dead_lettered", "derived_timestamp_share"),
+    "segments": ("mean_tokens", "messages_split"),
+    "mentions": ("span_verified_rate", "schema_validity_rate", "cost_usd"),
+    "user_reactions": ("schema_validity", "share_not_other", "null_timestamp_rate"),
+    "canonical_concepts": ("coverage", "residual_share", "purity", "evidence_grounding", "churn"),
+    "topics": ("silhouette", "noise_ratio", "objective", "label_centroid_distance_median"),
+    "weighted_links": ("links_per_topic_mean", "topics_unlinked", "weight_median"),
+    "domains": ("domains", "anchors", "topics_in_general_anchor"),
+    "claims": ("mentions_with_claims", "concepts_invalidated"),
+    "fact_states": ("supersessions", "conflicts", "claims_disputed"),
+    "repairs": ("repaired", "escalated", "remaining_queued"),
+    "gardener_triage": ("proposals_total", "merge_candidates", "noise_candidates"),
+    "gardener_actions": ("anchored_rate_after", "purity_after", "accepted", "execution_errors"),
+    "graph": ("nodes_total", "edges_total"),
+    "indexes": ("segments_size", "concepts_size"),
+}
 # columns a later stage fills in: not the content of the asset that writes the row
 LATER_COLUMNS = {(G, "mentions"): {"consolidated_id"}, (G, "topics"): {"domain_id", "anchor_id"}}
 # the graph and the indexes are loaded from these assets' tables: their content is a function of them

@@ -1,5 +1,6 @@
 """The asset catalog (issue 17): code versions, content-hash data versions (an unchanged rebuild marks nothing
-stale), `dagster/row_count`, column schemas, source references, timings under one prefix."""
+stale), `dagster/row_count`, column schemas, source references, timings under one prefix, a few curated
+quality figures as the only other plotted numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import dagster as dg
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from memory_assets.catalog import CodeVersions, module_source
+from memory_assets.catalog import QUALITY_FIGURES, CodeVersions, module_source
+from memory_assets.common import report_figures
 from memory_assets.definitions import defs
 from memory_assets.runner import CorpusRunner
 from memory_core.corpora import plan_corpora
@@ -46,6 +48,29 @@ def test_an_unchanged_rebuild_keeps_every_data_version_and_marks_nothing_stale(h
     assert {k.to_user_string(): resolver.get_status(k, "lme") for k in keys} == {
         k.to_user_string(): StaleStatus.FRESH for k in keys
     }
+
+
+PLOTTED = ("quality/", "timing/", "dagster/")
+
+
+def test_every_asset_plots_only_its_quality_figures_timings_and_row_count(home, instance, tmp_path):
+    runner = CorpusRunner(home, instance, resources={"embeddings": HASHING})
+    runner.register(plan_corpora("lme", write_json(tmp_path / "lme.json", [longmemeval_record("q1")])))
+    assert runner.materialize("lme").success
+    keys = sorted(defs.resolve_asset_graph().get_all_asset_keys(), key=lambda k: k.to_user_string())
+    for key, (_, metadata) in _versions(instance, keys, "lme").items():
+        numbers = [
+            k for k, v in metadata.items() if isinstance(v, (dg.IntMetadataValue, dg.FloatMetadataValue))
+        ]
+        assert numbers and all(k.startswith(PLOTTED) for k in numbers), (key, numbers)
+        # every curated figure is there (a renamed report figure fails here), under quality/
+        assert {f"quality/{f}" for f in QUALITY_FIGURES[key]} <= set(metadata), (key, sorted(metadata))
+        # the other numbers stay visible, in one JSON entry
+        others = metadata.get("figures")
+        assert others is None or all(isinstance(v, (int, float)) for v in others.value.values()), key
+    mentions = _versions(instance, [dg.AssetKey("mentions")], "lme")["mentions"][1]
+    assert mentions["figures"].value["mentions_written"] == 2
+    assert report_figures(mentions)["span_verified_rate"] == mentions["quality/span_verified_rate"].value
 
 
 def test_a_changed_input_changes_the_versions_downstream(home, instance, tmp_path):
