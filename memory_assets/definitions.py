@@ -17,7 +17,7 @@ from memory_assets.gardener.jobs import gardener_apply_job, gardener_triage_job
 from memory_assets.gardener.schedules import gardener_nightly
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
-from memory_assets.ingestion.sensors import inbox_sensor
+from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor
 from memory_assets.jobs import build_corpus_job
 from memory_assets.read_side import assets as read_side_assets
 from memory_assets.read_side import checks as read_side_checks
@@ -97,7 +97,7 @@ def _definitions(resources: dict[str, object] | None) -> dg.Definitions:
         asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
         jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
         schedules=[gardener_nightly],
-        sensors=[inbox_sensor, dead_run_reaper],
+        sensors=[inbox_sensor, corpus_registry_sensor, dead_run_reaper],
         resources=resources or default_resources(),
         executor=dg.in_process_executor,
     ).map_asset_specs(func=_policy)
