@@ -214,15 +214,22 @@ def _import_statements(source: str) -> Iterator[ast.stmt]:
     parsing every module took most of the walk's time. A docstring line that merely looks like an import
     does not parse and is skipped."""
     for match in _IMPORT_LINE.finditer(source):
-        end = source.find("\n", match.start())
-        text = source[match.start() : end if end >= 0 else len(source)]
+        end = _line_end(source, match.start())
+        while source[match.start() : end].rstrip().endswith("\\"):  # a backslash continues the statement
+            end = _line_end(source, end + 1)
+        text = source[match.start() : end]
         if "(" in text and ")" not in text:
             close = source.find(")", match.start())
             text = source[match.start() : close + 1] if close >= 0 else text
         try:
-            yield from ast.parse(text.strip().rstrip("\\")).body
+            yield from ast.parse(text.strip()).body
         except SyntaxError:
             continue
+
+
+def _line_end(source: str, start: int) -> int:
+    end = source.find("\n", start)
+    return end if end >= 0 else len(source)
 
 
 def _with_parents(names: Iterable[str]) -> Iterator[str]:

@@ -126,7 +126,8 @@ def test_the_import_walk_reads_lazy_relative_and_parenthesised_imports():
         {
             "memory_core.fake": "import os\n'''\nfrom the docs import nothing\n'''\n"
             "def f():\n    from memory_core.fake_lazy import (\n        a,\n        b,\n    )\n",
-            "memory_core.fake_lazy": "from . import fake_rel\n",
+            "memory_core.fake_lazy": "from . import fake_rel\nfrom memory_core import x, \\\n    fake_cont\n",
+            "memory_core.fake_cont": "",
             "memory_core.fake_rel": "x = 1\n",
             "memory_core": "",
         }.get
@@ -134,6 +135,7 @@ def test_the_import_walk_reads_lazy_relative_and_parenthesised_imports():
     assert versions.closure("memory_core.fake") == [
         "memory_core",
         "memory_core.fake",
+        "memory_core.fake_cont",
         "memory_core.fake_lazy",
         "memory_core.fake_rel",
     ]
