@@ -54,11 +54,17 @@ def dagster_metadata(
     figures: Mapping[str, object],
     tables: Mapping[str, Table] | None = None,
     paths: Collection[str] = (),
+    quality: Collection[str] | None = None,
 ) -> dict[str, object]:
     """Dagster's rendering of a report's plain figures: the named row lists as Markdown tables, the named
-    paths as paths, other lists and dicts as JSON, scalars as they are."""
+    paths as paths, other lists and dicts as JSON, timings under `timing/`, scalars as they are.
+
+    With `quality` (a materialisation: the UI plots every number of it over time), only the named figures
+    stay numbers, under `quality/`; every other number goes into the one JSON entry `figures`, visible but
+    not plotted."""
     tables = tables or {}
     out: dict[str, object] = {}
+    unplotted: dict[str, object] = {}
     for key, value in figures.items():
         if key in tables:
             out[key] = md_table(value, tables[key].columns, tables[key].limit)  # type: ignore[arg-type]
@@ -68,16 +74,47 @@ def dagster_metadata(
             out[key] = dg.MetadataValue.json(list(value) if isinstance(value, tuple) else value)
         elif is_timing(key):
             out[f"{TIMING_PREFIX}{key}"] = value  # timings plot apart from the quality figures
+        elif quality is not None and key in quality:
+            out[f"{QUALITY_PREFIX}{key}"] = value
+        elif quality is not None and _is_number(value):
+            unplotted[key] = value
         else:
             out[key] = value
+    if unplotted:
+        assert FIGURES_KEY not in out, f"a report figure is named {FIGURES_KEY!r}"
+        out[FIGURES_KEY] = dg.MetadataValue.json(unplotted)
     return out
 
 
 TIMING_PREFIX = "timing/"
+QUALITY_PREFIX = "quality/"
+FIGURES_KEY = "figures"
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def is_timing(key: str) -> bool:
-    return key == "seconds" or "_seconds" in key or key.endswith(("_ms", "_per_second"))
+    return (
+        key == "seconds"
+        or "_seconds" in key
+        or key.startswith("seconds_")
+        or key.endswith(("_ms", "_per_second"))
+    )
+
+
+def report_figures(metadata: Mapping[str, object]) -> dict[str, object]:
+    """A materialisation's metadata read back as the report's plain figures (the inverse of the renaming
+    above: `quality/x` and `timing/x` as `x`, the entries of `figures` as keys of their own)."""
+    out: dict[str, object] = {}
+    for key, entry in metadata.items():
+        value = getattr(entry, "value", entry)
+        if key == FIGURES_KEY and isinstance(value, dict):
+            out.update(value)
+        else:
+            out[key.removeprefix(QUALITY_PREFIX).removeprefix(TIMING_PREFIX)] = value
+    return out
 
 
 def materialize_result(
@@ -89,12 +126,14 @@ def materialize_result(
     paths: Collection[str] = (),
     extra: Mapping[str, object] | None = None,
 ) -> dg.MaterializeResult:
-    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered); with
+    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered): its
+    curated quality figures (`QUALITY_FIGURES`) plotted under `quality/`, its other numbers in `figures`; with
     the `store` and `asset_key`, its data version is the content hash of the tables the asset writes (an
     unchanged rebuild marks nothing downstream stale) and `dagster/row_count` the rows of its main table."""
-    from memory_assets.catalog import version_metadata
+    from memory_assets.catalog import QUALITY_FIGURES, version_metadata
 
-    metadata = {**dagster_metadata(report.as_metadata(), tables, paths), **(extra or {})}
+    quality = QUALITY_FIGURES.get(asset_key or "", ())
+    metadata = {**dagster_metadata(report.as_metadata(), tables, paths, quality), **(extra or {})}
     version = None
     if store is not None and asset_key is not None:
         version, counts = version_metadata(store, asset_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from memory_assets.catalog import code_version, column_schema
+from memory_assets.catalog import CodeVersions, column_schema
 from memory_assets.common import preview_quiet
 from memory_assets.consolidation import assets as consolidation_assets
 from memory_assets.consolidation import checks as consolidation_checks
@@ -17,7 +17,7 @@ from memory_assets.gardener.jobs import gardener_apply_job, gardener_triage_job
 from memory_assets.gardener.schedules import gardener_nightly
 from memory_assets.ingestion import assets as ingestion_assets
 from memory_assets.ingestion import checks as ingestion_checks
-from memory_assets.ingestion.sensors import inbox_sensor
+from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor
 from memory_assets.jobs import build_corpus_job
 from memory_assets.read_side import assets as read_side_assets
 from memory_assets.read_side import checks as read_side_checks
@@ -63,10 +63,12 @@ def _policy(spec: dg.AssetSpec) -> dg.AssetSpec:
 
 
 def _versioned(assets: list[dg.AssetsDefinition]) -> list[dg.AssetsDefinition]:
-    """Each asset with its code version (a hash of its function) and a link to its source."""
+    """Each asset with its code version (a hash of its module and the first-party code it imports) and a
+    link to its source."""
+    versions = CodeVersions()
     out = []
     for a in assets:
-        version = code_version(a)
+        version = versions.of_asset(a)
         out.append(a.map_asset_specs(lambda spec, v=version: spec.replace_attributes(code_version=v)))
     return dg.with_source_code_references(out)
 
@@ -95,7 +97,7 @@ def _definitions(resources: dict[str, object] | None) -> dg.Definitions:
         asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
         jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
         schedules=[gardener_nightly],
-        sensors=[inbox_sensor, dead_run_reaper],
+        sensors=[inbox_sensor, corpus_registry_sensor, dead_run_reaper],
         resources=resources or default_resources(),
         executor=dg.in_process_executor,
     ).map_asset_specs(func=_policy)

@@ -289,7 +289,13 @@ CODE_LOCATION = "memory_os"
 def _runs_of_the_code_location(instance: dg.DagsterInstance, job_name: str) -> Iterator[None]:
     """Runs this process creates are recorded as runs of the code location's job, so the UI can re-execute
     them (Dagster re-executes a run through its `remote_job_origin`, which an in-process run lacks; only the
-    location and repository names of the origin are used to find the job)."""
+    location and repository names of the origin are used to find the job).
+
+    Private Dagster API on purpose: there is no public one. An in-process run gets no remote origin
+    (dagster-io/dagster#19458, "Jobs executed using `execute_in_process` can't be reexecuted in the UI",
+    closed without a fix); the public ways to create a run with one (`DagsterGraphQLClient`, `dagster job
+    launch`) launch it through a workspace in another process, losing the in-process progress and errors.
+    tests/test_ui_graphql.py re-executes a CLI run, so a Dagster upgrade that moves these names fails there."""
     from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
     from dagster._core.remote_origin import (
         ManagedGrpcPythonEnvCodeLocationOrigin,

@@ -28,6 +28,7 @@ EVENTS = """query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { 
 ADD_PARTITION = """mutation($key: String!) { addDynamicPartition(repositorySelector: {repositoryLocationName:
   "memory_os", repositoryName: "__repository__"}, partitionsDefName: "corpus", partitionKey: $key) {
   __typename } }"""
+PARTITIONS = """{ assetNodeOrError(assetKey: {path: ["messages"]}) { ... on AssetNode { partitionKeys } } }"""
 SENSOR_PREVIEW = """mutation { sensorDryRun(selectorData: {repositoryLocationName: "memory_os", repositoryName:
   "__repository__", sensorName: "inbox_sensor"}, cursor: null) { __typename
   ... on DryRunInstigationTick { evaluationResult { runRequests { runKey } error { message } } } } }"""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import func, select
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import default_resources, defs
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
@@ -43,10 +44,7 @@ def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
 
     result = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
     assert result.success
-    meta = {
-        k: v.value
-        for k, v in result.asset_materializations_for_node("canonical_concepts")[0].metadata.items()
-    }
+    meta = report_figures(result.asset_materializations_for_node("canonical_concepts")[0].metadata)
     # the sample's one-phrasing habit stays a residual; the marathon event also supports the goal
     assert meta["mentions_processed"] == 15 and meta["created"] == 6 and meta["attached"] == 4
     assert (
@@ -91,8 +89,8 @@ def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
         run_ids = set(conn.execute(select(action_log.c.run_id)).scalars())
     assert run_ids == {result.run_id}
     again = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
-    meta = again.asset_materializations_for_node("canonical_concepts")[0].metadata
-    assert meta["mentions_processed"].value == 0 and meta["concepts"].value == 6
+    meta = report_figures(again.asset_materializations_for_node("canonical_concepts")[0].metadata)
+    assert meta["mentions_processed"] == 0 and meta["concepts"] == 6
     with store.staging.connect() as conn:
         assert [
             dict(r)

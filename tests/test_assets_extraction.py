@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import default_resources, defs
 from memory_assets.partitions import corpus_partitions
 from memory_cli.main import cli
@@ -103,12 +104,9 @@ def _llm(server, **kw) -> LLMResource:
 
 
 def _meta(result, asset: str) -> dict:
-    return {
-        k: v.value
-        for k, v in result.asset_materializations_for_node("extraction")[
-            0 if asset == "mentions" else 1
-        ].metadata.items()
-    }
+    return report_figures(
+        result.asset_materializations_for_node("extraction")[0 if asset == "mentions" else 1].metadata
+    )
 
 
 def _checks(result) -> dict[str, bool]:

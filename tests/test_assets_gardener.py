@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import dagster as dg
 from sqlalchemy import select
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import defs
 from memory_assets.gardener.schedules import gardener_nightly
 from memory_assets.partitions import corpus_partitions
@@ -46,16 +47,11 @@ def test_triage_then_dry_run_then_apply_job(home, instance, tmp_path):
         instance, home, ["gardener_triage", "gardener_actions"], {"gardener_triage": SMALL_TRIAGE}
     )
     assert triage.success
-    meta = triage.asset_materializations_for_node("gardener_triage")[0].metadata
-    assert (
-        meta["merge_candidates"].value
-        == meta["split_candidates"].value
-        == meta["noise_candidates"].value
-        == 1
-    )
-    assert meta["concepts_unchanged"].value is True
-    dry = triage.asset_materializations_for_node("gardener_actions")[0].metadata
-    assert dry["dry_run"].value is True and dry["actions_total"].value >= 3
+    meta = report_figures(triage.asset_materializations_for_node("gardener_triage")[0].metadata)
+    assert meta["merge_candidates"] == meta["split_candidates"] == meta["noise_candidates"] == 1
+    assert meta["concepts_unchanged"] is True
+    dry = report_figures(triage.asset_materializations_for_node("gardener_actions")[0].metadata)
+    assert dry["dry_run"] is True and dry["actions_total"] >= 3
     assert content_hash(store) == state0  # the default Phase 1 materialisation is a dry run
     checks = _checks(triage)
     assert checks["proposals_cite_sources"] == (True, "ERROR")
@@ -76,10 +72,10 @@ def test_triage_then_dry_run_then_apply_job(home, instance, tmp_path):
         run_config={"ops": {"gardener_actions": {"config": {"dry_run": False, "proposal_ids": [merge_id]}}}},
     )
     assert applied.success
-    meta = applied.asset_materializations_for_node("gardener_actions")[0].metadata
-    assert meta["dry_run"].value is False and dict(meta["actions_by_type"].value) == {"merge_concepts": 1}
-    assert meta["concepts_after"].value == meta["concepts_before"].value - 1
-    assert meta["merge_split_traceability"].value == 1.0 and meta["execution_errors"].value == 0
+    meta = report_figures(applied.asset_materializations_for_node("gardener_actions")[0].metadata)
+    assert meta["dry_run"] is False and dict(meta["actions_by_type"]) == {"merge_concepts": 1}
+    assert meta["concepts_after"] == meta["concepts_before"] - 1
+    assert meta["merge_split_traceability"] == 1.0 and meta["execution_errors"] == 0
     assert content_hash(store) != state0
     assert [a["action"] for a in list_actions(store, status="applied")] == ["merge_concepts"]
 

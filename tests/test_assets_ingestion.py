@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import dagster as dg
 from sqlalchemy import select
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import default_resources, defs
-from memory_assets.ingestion.sensors import inbox_sensor, register_from_run_tags
+from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor, register_from_run_tags
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
 from memory_core.store.schema import segments
@@ -36,9 +39,9 @@ def test_materialize_partition_with_checks(home, instance, tmp_path):
     instance.add_dynamic_partitions(corpus_partitions.name, ["trips"])
     result = _materialize(instance, home, "trips")
     assert result.success
-    meta = result.asset_materializations_for_node("messages")[0].metadata
-    assert meta["records_in"].value == meta["records_counted"].value == 12 and meta["stored"].value == 10
-    assert meta["dead_lettered"].value == 0 and meta["structural"].value == 2  # hidden system nodes
+    meta = report_figures(result.asset_materializations_for_node("messages")[0].metadata)
+    assert meta["records_in"] == meta["records_counted"] == 12 and meta["stored"] == 10
+    assert meta["dead_lettered"] == 0 and meta["structural"] == 2  # hidden system nodes
     evaluations = result.get_asset_check_evaluations()
     assert {e.check_name for e in evaluations} == {
         "no_null_timestamps",
@@ -51,9 +54,9 @@ def test_materialize_partition_with_checks(home, instance, tmp_path):
         first = [dict(r) for r in conn.execute(select(segments).order_by(segments.c.segment_id)).mappings()]
     # a second materialisation skips every unchanged conversation and keeps identical segments
     again = _materialize(instance, home, "trips")
-    seg_meta = again.asset_materializations_for_node("segments")[0].metadata
-    assert seg_meta["conversations_skipped"].value == 2 and seg_meta["segments_new"].value == 0
-    assert again.asset_materializations_for_node("messages")[0].metadata["inserted"].value == 0
+    seg_meta = report_figures(again.asset_materializations_for_node("segments")[0].metadata)
+    assert seg_meta["conversations_skipped"] == 2 and seg_meta["segments_new"] == 0
+    assert report_figures(again.asset_materializations_for_node("messages")[0].metadata)["inserted"] == 0
     with home.corpus("trips").staging.connect() as conn:
         assert [
             dict(r) for r in conn.execute(select(segments).order_by(segments.c.segment_id)).mappings()
@@ -82,3 +85,50 @@ def test_inbox_sensor_registers_dropped_files(home, instance, tmp_path):
         instance=instance, cursor=result.cursor, resources={"storage": MemoryStorage(home=str(home.root))}
     ) as ctx:
         assert isinstance(inbox_sensor(ctx), dg.SkipReason)
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def _evaluate_registry_sensor(instance, home, log: logging.Handler | None = None):
+    """One tick of the registry sensor (its log lines to `log`: the tick's log in the UI), its partition
+    requests applied as the daemon applies them."""
+    storage = MemoryStorage(home=str(home.root))
+    with dg.build_sensor_context(instance=instance, resources={"storage": storage}) as ctx:
+        if log is not None:
+            ctx.log.addHandler(log)
+        result = corpus_registry_sensor(ctx)
+    for request in getattr(result, "dynamic_partitions_requests", None) or []:
+        if isinstance(request, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        else:
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)
+    return result
+
+
+def test_the_registry_sensor_keeps_the_partitions_equal_to_the_registered_corpora(home, instance, tmp_path):
+    register(home, plan_corpora("notes", write_json(tmp_path / "notes.json", [chatgpt_conversation()])))
+    # a partition added by hand in the UI, one whose inbox run is under way (it registers its corpus itself)
+    instance.add_dynamic_partitions(corpus_partitions.name, ["ghost", "dropped"])
+    instance.add_run(
+        dg.DagsterRun(
+            job_name="build_corpus", status=dg.DagsterRunStatus.STARTED, tags={"dagster/partition": "dropped"}
+        )
+    )
+    log = _Lines()
+    assert isinstance(_evaluate_registry_sensor(instance, home, log), dg.SensorResult)
+    assert sorted(instance.get_dynamic_partitions(corpus_partitions.name)) == ["dropped", "notes"]
+    assert log.lines == [
+        "partition 'ghost' is no registered corpus: removed (to build it, `memory-os corpus add ghost FILE`)"
+    ]
+    assert home.registration("ghost") is None  # the registry is only read
+    # in step: nothing to do
+    assert isinstance(_evaluate_registry_sensor(instance, home), dg.SkipReason)
+    assert sorted(instance.get_dynamic_partitions(corpus_partitions.name)) == ["dropped", "notes"]

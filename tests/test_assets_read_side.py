@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 from sqlalchemy import select, update
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import defs
 from memory_assets.partitions import corpus_partitions
 from memory_core.embeddings.hashing import HashingEmbedder
@@ -37,14 +38,14 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
     instance.add_dynamic_partitions(corpus_partitions.name, ["garden"])
     result = _materialize(instance, home, "garden")
     assert result.success
-    graph_meta = result.asset_materializations_for_node("graph")[0].metadata
-    assert graph_meta["backend"].value == "embedded"
-    assert graph_meta["nodes_total"].value == 2 + 10 + 5 + 4 + 2 + 1 + 1 + 2 + 0 + 1
-    assert graph_meta["node_counts"].value["UserReaction"] == 0  # reflective excluded by default
-    assert graph_meta["edge_counts"].value["EVIDENCE_FOR"] == 5
-    assert graph_meta["dangling_references"].value == {"SUPPORTS": 1}
-    index_meta = result.asset_materializations_for_node("indexes")[0].metadata
-    assert index_meta["messages_size"].value == 10 and index_meta["messages_kind"].value == "flat"
+    graph_meta = report_figures(result.asset_materializations_for_node("graph")[0].metadata)
+    assert graph_meta["backend"] == "embedded"
+    assert graph_meta["nodes_total"] == 2 + 10 + 5 + 4 + 2 + 1 + 1 + 2 + 0 + 1
+    assert graph_meta["node_counts"]["UserReaction"] == 0  # reflective excluded by default
+    assert graph_meta["edge_counts"]["EVIDENCE_FOR"] == 5
+    assert graph_meta["dangling_references"] == {"SUPPORTS": 1}
+    index_meta = report_figures(result.asset_materializations_for_node("indexes")[0].metadata)
+    assert index_meta["messages_size"] == 10 and index_meta["messages_kind"] == "flat"
     store = home.corpus("garden")
     seg_index, msg_index = open_family_index(store, "segments"), open_family_index(store, "messages")
     assert msg_index.meta["source"] == "segments"
@@ -60,8 +61,8 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
     # a turn sharing its round with other turns gets its own text's vector (a shared one cannot tell them apart)
     own = {m for m, h in holders.items() if len(h) == 1 and len({p["message_id"] for p in spans[h[0]]}) > 1}
     assert own  # in this corpus every message shares its round
-    assert index_meta["embedding_model"].value == "hashing-64"
-    assert index_meta["embedded"].value == 2 + 4 + 5 + len(own)
+    assert index_meta["embedding_model"] == "hashing-64"
+    assert index_meta["embedded"] == 2 + 4 + 5 + len(own)
     with store.source.connect() as conn:
         texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
     for mid in own:
@@ -82,10 +83,10 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
         instance, home, "garden", {"ops": {"graph": {"config": {"include_reflective": True}}}}
     )
     assert again.success
-    meta = again.asset_materializations_for_node("graph")[0].metadata
-    assert meta["edge_counts"].value == {**graph_meta["edge_counts"].value, "DURING": 1}
-    assert meta["node_counts"].value == {**graph_meta["node_counts"].value, "UserReaction": 1}
-    assert again.asset_materializations_for_node("indexes")[0].metadata["reused"].value == 21
+    meta = report_figures(again.asset_materializations_for_node("graph")[0].metadata)
+    assert meta["edge_counts"] == {**graph_meta["edge_counts"], "DURING": 1}
+    assert meta["node_counts"] == {**graph_meta["node_counts"], "UserReaction": 1}
+    assert report_figures(again.asset_materializations_for_node("indexes")[0].metadata)["reused"] == 21
     assert all(e.passed for e in again.get_asset_check_evaluations())
 
     # `segments`: no second embedding pass, every message points where its segment points
@@ -93,7 +94,7 @@ def test_materialize_graph_and_indexes_with_checks(home, instance, tmp_path):
         instance, home, "garden", run_config={"ops": {"indexes": {"config": {"message_vectors": "segments"}}}}
     )
     assert derived.success
-    assert derived.asset_materializations_for_node("indexes")[0].metadata["embedded"].value == 0
+    assert report_figures(derived.asset_materializations_for_node("indexes")[0].metadata)["embedded"] == 0
     msg_index = open_family_index(store, "messages")
     for mid, (sid, *rest) in holders.items():
         if not rest:

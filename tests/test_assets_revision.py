@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
+from memory_assets.common import report_figures
 from memory_core.concepts import action_log
 from memory_core.concepts.checks import action_log_replays
 from memory_core.concepts.store import content_hash
@@ -57,7 +58,7 @@ def _residence(answer) -> list[tuple[str, str]]:
 
 
 def _metadata(run, asset: str) -> dict:
-    return {k: v.value for k, v in run.result.asset_materializations_for_node(asset)[0].metadata.items()}
+    return report_figures(run.result.asset_materializations_for_node(asset)[0].metadata)
 
 
 def test_the_current_fact_ranks_first_and_the_superseded_one_says_so(home, runner, tmp_path):

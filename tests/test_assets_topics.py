@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 from sqlalchemy import func, select
 
+from memory_assets.common import report_figures
 from memory_assets.definitions import default_resources, defs
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
@@ -43,7 +44,7 @@ def _materialize(instance, home, selection, run_config=None):
 
 
 def _meta(result, node):
-    return {k: v.value for k, v in result.asset_materializations_for_node(node)[0].metadata.items()}
+    return report_figures(result.asset_materializations_for_node(node)[0].metadata)
 
 
 def test_materialize_topic_layer_with_checks(home, instance):
@@ -60,6 +61,8 @@ def test_materialize_topic_layer_with_checks(home, instance):
     assert t["embedding_model"] == "hashing-256" and t["describer"] == "c-tf-idf"
     assert t["topic_map"].startswith("![topic map of demo](data:image/png;base64,")
     assert t["topic_map_path"].endswith("reports/topic_map.png")
+    assert len(t["topic_map"]) < 140_000  # the inline picture stays small (base64 of a PNG under 100 kB)
+    assert t["topic_map_legend"].startswith("| number | label | segments | share | domain |")
     assert "| label |" in t["topics_table"] and 0 <= t["umap_compile_share"] <= 1
     links = _meta(result, "weighted_links")
     assert (
@@ -69,6 +72,13 @@ def test_materialize_topic_layer_with_checks(home, instance):
     )
     d = _meta(result, "domains")
     assert d["status"] == "built" and d["domains"] >= 1 and d["anchors"] >= 1
+    # the same legend once the topics have domains: every numbered topic names its domain
+    rows = [
+        [c.strip() for c in line.strip()[1:-1].split("|")] for line in d["topic_map_legend"].splitlines()[2:]
+    ]
+    numbered = [r for r in rows if r[0]]
+    assert [r[0] for r in numbered] == [str(i) for i in range(1, len(numbered) + 1)] and numbered
+    assert all(r[-1] != "—" for r in rows if r[1] != "noise"), rows
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert set(evaluations) == CHECKS
     for name in ("segments_in_one_topic", "link_weights_in_range", "topics_in_hierarchy"):

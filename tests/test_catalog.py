@@ -1,5 +1,6 @@
 """The asset catalog (issue 17): code versions, content-hash data versions (an unchanged rebuild marks nothing
-stale), `dagster/row_count`, column schemas, source references, timings under one prefix."""
+stale), `dagster/row_count`, column schemas, source references, timings under one prefix, a few curated
+quality figures as the only other plotted numbers."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import dagster as dg
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
+from memory_assets.catalog import QUALITY_FIGURES, CodeVersions, module_source
+from memory_assets.common import report_figures
 from memory_assets.definitions import defs
 from memory_assets.runner import CorpusRunner
 from memory_core.corpora import plan_corpora
@@ -47,6 +50,29 @@ def test_an_unchanged_rebuild_keeps_every_data_version_and_marks_nothing_stale(h
     }
 
 
+PLOTTED = ("quality/", "timing/", "dagster/")
+
+
+def test_every_asset_plots_only_its_quality_figures_timings_and_row_count(home, instance, tmp_path):
+    runner = CorpusRunner(home, instance, resources={"embeddings": HASHING})
+    runner.register(plan_corpora("lme", write_json(tmp_path / "lme.json", [longmemeval_record("q1")])))
+    assert runner.materialize("lme").success
+    keys = sorted(defs.resolve_asset_graph().get_all_asset_keys(), key=lambda k: k.to_user_string())
+    for key, (_, metadata) in _versions(instance, keys, "lme").items():
+        numbers = [
+            k for k, v in metadata.items() if isinstance(v, (dg.IntMetadataValue, dg.FloatMetadataValue))
+        ]
+        assert numbers and all(k.startswith(PLOTTED) for k in numbers), (key, numbers)
+        # every curated figure is there (a renamed report figure fails here), under quality/
+        assert {f"quality/{f}" for f in QUALITY_FIGURES[key]} <= set(metadata), (key, sorted(metadata))
+        # the other numbers stay visible, in one JSON entry
+        others = metadata.get("figures")
+        assert others is None or all(isinstance(v, (int, float)) for v in others.value.values()), key
+    mentions = _versions(instance, [dg.AssetKey("mentions")], "lme")["mentions"][1]
+    assert mentions["figures"].value["mentions_written"] == 2
+    assert report_figures(mentions)["span_verified_rate"] == mentions["quality/span_verified_rate"].value
+
+
 def test_a_changed_input_changes_the_versions_downstream(home, instance, tmp_path):
     path = write_json(tmp_path / "lme.json", [longmemeval_record("q1")])
     runner = CorpusRunner(home, instance, resources={"embeddings": HASHING})
@@ -71,3 +97,45 @@ def test_the_catalog_declares_code_versions_columns_and_source_references():
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         assert node.code_version and "dagster/code_references" in node.metadata, key
+
+
+def _assets_def(key: str) -> dg.AssetsDefinition:
+    return defs.resolve_asset_graph().get(dg.AssetKey(key)).assets_def
+
+
+def test_a_change_inside_memory_core_changes_the_code_version_of_the_assets_that_import_it():
+    changed = "memory_core.topics.clustering"  # imported by the topics stage, not by ingestion
+    topics, messages = _assets_def("topics"), _assets_def("messages")
+    versions = CodeVersions()
+    assert changed in versions.closure(topics.op.compute_fn.decorated_fn.__module__)
+    assert changed not in versions.closure(messages.op.compute_fn.decorated_fn.__module__)
+    assert defs.resolve_asset_graph().get(dg.AssetKey("topics")).code_version == versions.of_asset(topics)
+
+    def edited(name: str) -> str | None:  # the real source, with one line added to the changed module
+        source = module_source(name)
+        return f"{source}\nEDITED = True\n" if name == changed else source
+
+    after = CodeVersions(edited)
+    assert after.of_asset(topics) != versions.of_asset(topics)
+    assert after.of_asset(messages) == versions.of_asset(messages)
+    assert after.of_asset(_assets_def("weighted_links")) != versions.of_asset(_assets_def("weighted_links"))
+
+
+def test_the_import_walk_reads_lazy_relative_and_parenthesised_imports():
+    versions = CodeVersions(
+        {
+            "memory_core.fake": "import os\n'''\nfrom the docs import nothing\n'''\n"
+            "def f():\n    from memory_core.fake_lazy import (\n        a,\n        b,\n    )\n",
+            "memory_core.fake_lazy": "from . import fake_rel\nfrom memory_core import x, \\\n    fake_cont\n",
+            "memory_core.fake_cont": "",
+            "memory_core.fake_rel": "x = 1\n",
+            "memory_core": "",
+        }.get
+    )
+    assert versions.closure("memory_core.fake") == [
+        "memory_core",
+        "memory_core.fake",
+        "memory_core.fake_cont",
+        "memory_core.fake_lazy",
+        "memory_core.fake_rel",
+    ]

@@ -11,6 +11,7 @@ import dagster as dg
 from click.testing import CliRunner
 from sqlalchemy import select
 
+from memory_assets.common import report_figures
 from memory_assets.extraction.reflective_metadata import stored_state_names
 from memory_assets.instance import memory_instance
 from memory_assets.runner import CorpusRunner
@@ -153,12 +154,14 @@ def test_purge_leaves_nothing_anywhere_and_a_rebuild_does_not_bring_reactions_ba
     )
     rebuilt = offline.materialize("trip", BUILD, GRAPH_WITH_REACTIONS)
     assert rebuilt.success and _reactions(store) == []
-    reaction_meta = next(
-        m
-        for m in rebuilt.result.get_asset_materialization_events()
-        if m.asset_key.to_user_string() == "user_reactions"
-    ).materialization.metadata
-    assert reaction_meta["reactions_on_purged_messages"].value == 1  # the offline lexicon's "frustrated"
+    reaction_meta = report_figures(
+        next(
+            m
+            for m in rebuilt.result.get_asset_materialization_events()
+            if m.asset_key.to_user_string() == "user_reactions"
+        ).materialization.metadata
+    )
+    assert reaction_meta["reactions_on_purged_messages"] == 1  # the offline lexicon's "frustrated"
 
     # the user asks for reactions again: a fresh answer (cache off) brings them back
     out = CliRunner().invoke(cli, ["--home", str(home.root), "reactions", "allow", "trip"])

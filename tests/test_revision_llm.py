@@ -11,6 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from memory_assets.common import report_figures
 from memory_assets.runner import CorpusRunner
 from memory_core.ontology.strict import assert_strict_schema
 from memory_core.revision.adjudication import FactDecision, adjudication_request
@@ -175,8 +176,6 @@ def test_without_an_answer_the_rules_fallback_disputes(home, instance, tmp_path,
     ]
     run = build(_runner(home, instance, chat_server), "llm", write_chat(tmp_path / "chat.jsonl", CONFLICT))
     assert run.success
-    meta = {
-        k: v.value for k, v in run.result.asset_materializations_for_node("fact_states")[0].metadata.items()
-    }
+    meta = report_figures(run.result.asset_materializations_for_node("fact_states")[0].metadata)
     assert meta["adjudications"] == {"failed": 1} and meta["conflicts"] == 2
     assert meta["adjudicator"] == "llm:gpt-4o-mini"

@@ -12,6 +12,7 @@ from datetime import datetime
 import pytest
 from sqlalchemy import insert, select, update
 
+from memory_assets.common import report_figures
 from memory_core.concepts.checks import action_log_replays
 from memory_core.concepts.policy import ConceptPolicy
 from memory_core.concepts.snapshots import Workspace, write_state
@@ -85,7 +86,7 @@ def test_an_edit_weakens_staleness_and_breaks_then_the_budget_and_the_worker_rep
     # the repairs asset works the rest: the stale span re-anchored, the weakened theme refined, the broken one archived
     run = runner.materialize("moves", selection=["repairs"])
     assert run.success
-    meta = {k: v.value for k, v in run.result.asset_materializations_for_node("repairs")[0].metadata.items()}
+    meta = report_figures(run.result.asset_materializations_for_node("repairs")[0].metadata)
     assert report.actions + Counter(meta["repairs_by_action"]) == {"archive": 1, "reattach": 1, "refine": 1}
     assert meta["queued_before"] == 2 and meta["remaining_queued"] == 0
     assert revision_checks.repair_queue_drained(store).passed

@@ -30,7 +30,7 @@ from memory_core.topics.domains import DomainsConfig, build_domains
 from memory_core.topics.links import LinkConfig, build_links
 from memory_core.topics.prompts import PROMPTS, GroupDescription
 from memory_core.topics.stage import TopicsConfig, build_topics
-from memory_core.topics.topic_map import render_topic_map
+from memory_core.topics.topic_map import ranked_clusters, render_topic_map, topic_legend
 from memory_core.topics.tuner import TunerConfig
 from tests.topic_samples import SUBJECTS, add_subject_concepts, build_subject_corpus
 
@@ -246,7 +246,19 @@ def test_topic_map_picture(store, tmp_path):
     report = build_topics(store, EMBEDDER, CONFIG, Describer(), run_id="r1")
     path = tmp_path / "map.png"
     png = render_topic_map(report.map, "subjects", path)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and path.read_bytes() == png and len(png) > 5000
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and path.read_bytes() == png
+    assert 5000 < len(png) < 100_000  # inline in the catalog as base64: it stays small
+
+    # the legend table lists what the picture numbers, in its order, then the noise
+    labels = report.map.labels
+    sizes = np.bincount(labels[labels >= 0], minlength=len(report.map.names))
+    numbered = [(report.map.names[c], int(sizes[c])) for c in ranked_clusters(sizes, report.map.names)]
+    legend = topic_legend(store)
+    assert [(r["label"], r["segments"]) for r in legend[: len(numbered)]] == numbered
+    assert [r["number"] for r in legend[: len(numbered)]] == list(range(1, len(numbered) + 1))
+    assert sum(r["segments"] for r in legend) == len(labels)
+    assert legend[-1]["label"] == "noise" if (labels < 0).any() else legend[-1]["label"] != "noise"
+    assert {r["domain"] for r in legend} == {"—"}  # no domains built yet
 
 
 def test_a_new_conversation_rebuilds_and_retires_stale_links(store):

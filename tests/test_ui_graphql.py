@@ -1,13 +1,16 @@
 """The Dagster UI against the real webserver (`memory-os ui`), through the GraphQL the UI itself calls: UI
 runs execute in process, CLI runs are re-executable there, "Execute all" of partitioned checks works, a
-partition that is no corpus fails with one clear line, and the sensor's preview writes nothing."""
+partition that is no corpus fails with one clear line and the registry sensor removes it, and the inbox
+sensor's preview writes nothing."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from tests.conftest import write_json
-from tests.dagster_ui import ADD_PARTITION, SENSOR_PREVIEW, DagsterUI, tag
+from tests.dagster_ui import ADD_PARTITION, PARTITIONS, SENSOR_PREVIEW, DagsterUI, tag
 from tests.samples import longmemeval_record
 
 pytestmark = pytest.mark.slow
@@ -66,6 +69,18 @@ def test_a_partition_that_is_no_corpus_fails_with_one_clear_line(ui):
     assert [f["stepKey"] for f in failures] == ["messages"]
     message = failures[0]["error"]["message"] if failures[0]["error"] else failures[0]["message"]
     assert "corpus 'ghost' is not registered" in message and "memory-os corpus add ghost FILE" in message
+
+
+def test_the_daemon_removes_a_partition_that_is_no_corpus_and_keeps_the_corpora(ui):
+    assert ui.gql(ADD_PARTITION, {"key": "stray"})["data"]["addDynamicPartition"]["__typename"] == (
+        "AddDynamicPartitionSuccess"
+    )
+    deadline = time.monotonic() + 120  # the registry sensor ticks every 30 s (on by default)
+    keys = ["stray"]
+    while "stray" in keys and time.monotonic() < deadline:
+        time.sleep(2)
+        keys = ui.gql(PARTITIONS)["data"]["assetNodeOrError"]["partitionKeys"]
+    assert "stray" not in keys and "lme" in keys, keys
 
 
 def test_the_sensor_preview_registers_nothing(ui):

@@ -3,7 +3,7 @@ logic is in core: `memory_core.gardener.checks`, `memory_core.concepts.checks`).
 
 import dagster as dg
 
-from memory_assets.common import corpus_check, corpus_store
+from memory_assets.common import corpus_check, corpus_store, report_figures
 from memory_assets.gardener.assets import gardener_actions as actions_asset
 from memory_assets.gardener.assets import gardener_triage as triage_asset
 from memory_core.concepts import checks as concept_checks
@@ -25,7 +25,7 @@ def _latest_metadata(context: dg.AssetCheckExecutionContext, key: dg.AssetKey) -
     ).records
     if not records:
         return {}
-    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+    return report_figures(records[0].asset_materialization.metadata)
 
 
 @corpus_check(

@@ -1,4 +1,6 @@
-"""Drop-folder sensor: a file put in `<memory home>/inbox/` becomes a registered corpus and a build run.
+"""The corpus sensors. The registry sensor keeps the corpus partitions equal to the registered corpora (a
+partition added by hand in the UI is no corpus: it would show every asset partly filled). The drop-folder
+sensor: a file put in `<memory home>/inbox/` becomes a registered corpus and a build run.
 
 The sensor only reads: its evaluation (and the UI's "Preview tick result") writes nothing. The corpus is
 registered by the run it requests: the run's tags carry the planned source (`SOURCE_TAGS`) and the `messages`
@@ -81,3 +83,56 @@ def register_from_run_tags(home, corpus: str, tags: dict[str, str]) -> bool:
     fmt, path, record_id = (tags.get(t, "") for t in SOURCE_TAGS)
     register(home, [CorpusSource(corpus, fmt, path, record_id or None)])
     return True
+
+
+# a run in one of these states may still register its corpus (an inbox run does, from its tags)
+_UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+@dg.sensor(
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Keeps the corpus partitions equal to the registered corpora: adds a partition for every "
+    "registered corpus and removes one that is no corpus (added by hand in the UI), so the catalog shows "
+    "only corpora. Never removes a registered corpus's partition, nor one a run may still register.",
+)
+def corpus_registry_sensor(
+    context: dg.SensorEvaluationContext, storage: MemoryStorage
+) -> dg.SensorResult | dg.SkipReason:
+    registered = registered_corpora(storage.memory_home())
+    partitions = set(context.instance.get_dynamic_partitions(corpus_partitions.name))
+    missing = sorted(registered - partitions)
+    strays = [
+        key for key in sorted(partitions - registered) if not _has_unfinished_run(context.instance, key)
+    ]
+    if not missing and not strays:
+        return dg.SkipReason(f"the {len(partitions)} corpus partitions are the registered corpora")
+    for key in strays:
+        context.log.warning(
+            f"partition {key!r} is no registered corpus: removed (to build it, `memory-os corpus add {key} FILE`)"
+        )
+    requests: list = []
+    if missing:
+        requests.append(corpus_partitions.build_add_request(missing))
+    if strays:
+        requests.append(corpus_partitions.build_delete_request(strays))
+    return dg.SensorResult(dynamic_partitions_requests=requests)
+
+
+def registered_corpora(home) -> set[str]:
+    """The names in the memory home's registry (none when there is no registry yet: nothing is created)."""
+    if not (home.root / "registry.db").exists():
+        return set()
+    return {row["name"] for row in home.registrations()}
+
+
+def _has_unfinished_run(instance: dg.DagsterInstance, partition: str) -> bool:
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(statuses=_UNFINISHED, tags={"dagster/partition": partition}), limit=1
+    )
+    return bool(runs)

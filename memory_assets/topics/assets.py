@@ -8,15 +8,16 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, corpus_store, materialize_result, md_table
 from memory_assets.partitions import corpus_partitions
 from memory_core.progress import progress_to
+from memory_core.store.db import CorpusStore
 from memory_core.topics.clustering import ObjectiveWeights
 from memory_core.topics.describe import Describer, LLMDescriber
 from memory_core.topics.domains import DomainsConfig, build_domains, default_domain_tuner
 from memory_core.topics.links import LinkConfig, build_links
 from memory_core.topics.stage import TopicsConfig, build_topics
-from memory_core.topics.topic_map import corpus_topic_map
+from memory_core.topics.topic_map import corpus_topic_map, topic_legend
 from memory_core.topics.tuner import SearchSpace, TunerConfig
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
@@ -164,14 +165,27 @@ def _describer(enabled: bool, llm: LLMResource, storage: MemoryStorage) -> Descr
     return LLMDescriber(client) if client is not None else Describer()
 
 
-def _picture_metadata(picture: tuple[bytes, Path] | None, corpus: str) -> dict[str, dg.MetadataValue]:
+def _picture_metadata(picture: tuple[bytes, Path] | None, store: CorpusStore) -> dict[str, dg.MetadataValue]:
+    """The topic map inline, its file, and its legend as a table (numbers as on the map)."""
     if picture is None:
         return {}
     png, path = picture
+    corpus = store.name
     # the Dagster UI renders it: its Markdown sanitiser (MarkdownWithPlugins, dagster-webserver 1.13) adds
     # `data` to the allowed image-source protocols; long Markdown sits behind the panel's "Show Markdown"
     image = f"![topic map of {corpus}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
-    return {"topic_map": dg.MetadataValue.md(image), "topic_map_path": dg.MetadataValue.path(str(path))}
+    return {
+        "topic_map": dg.MetadataValue.md(image),
+        "topic_map_legend": _legend(store),
+        "topic_map_path": dg.MetadataValue.path(str(path)),
+    }
+
+
+def _legend(store: CorpusStore) -> dg.MetadataValue:
+    return md_table(topic_legend(store), limit=LEGEND_ROWS)
+
+
+LEGEND_ROWS = 60
 
 
 @dg.asset(
@@ -204,7 +218,7 @@ def topics(
         store=store,
         asset_key="topics",
         tables={"trial_history": TRIAL_TABLE, "topics_table": Table(limit=40)},
-        extra=_picture_metadata(picture, store.name),
+        extra=_picture_metadata(picture, store),
     )
 
 
@@ -319,4 +333,5 @@ def domains(
         store=store,
         asset_key="domains",
         tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE},
+        extra={"topic_map_legend": _legend(store)},  # the topics' map legend, now with their domains
     )

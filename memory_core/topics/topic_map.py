@@ -1,5 +1,6 @@
 """The 2-D topic map picture (PNG): segments as points coloured by topic, noise in grey, the largest topics
-numbered at their centre and listed in a legend with their label and size. matplotlib is imported lazily with the non-interactive Agg backend."""
+numbered at their centre and listed in a legend with their label and size. matplotlib is imported lazily
+with the non-interactive Agg backend."""
 
 from __future__ import annotations
 
@@ -35,6 +36,56 @@ def corpus_topic_map(store: CorpusStore, topic_map: TopicMap | None) -> tuple[by
     return (path.read_bytes(), path) if path.exists() else None
 
 
+def ranked_clusters(sizes, names: list[str]) -> list[int]:
+    """The clusters the map numbers, in number order: the largest first, ties by label (the order the
+    catalog's legend table lists the stored topics in: size descending, then label)."""
+    ranked = sorted(
+        (c for c in range(min(len(sizes), len(names))) if sizes[c]), key=lambda c: (-sizes[c], names[c])
+    )
+    return ranked[:MAX_LABELLED]
+
+
+def topic_legend(store: CorpusStore) -> list[dict[str, object]]:
+    """The map's legend as rows (number on the map, label, segments, share, domain) from the stored topics,
+    numbered in the map's order, then the noise: it reads without zooming into the picture. The domain is
+    the stored assignment (none until the domains stage has run on these topics)."""
+    from sqlalchemy import func, select
+
+    from memory_core.store.schema import domains, topic_segments, topics
+
+    with store.staging.connect() as conn:
+        rows = conn.execute(
+            select(topics.c.label, topics.c.size, domains.c.label.label("domain"))
+            .select_from(topics.outerjoin(domains, topics.c.domain_id == domains.c.domain_id))
+            .order_by(topics.c.size.desc(), topics.c.label)
+        ).all()
+        total = conn.execute(select(func.count()).select_from(topic_segments)).scalar_one()
+        noise = conn.execute(
+            select(func.count()).select_from(topic_segments).where(topic_segments.c.topic_id.is_(None))
+        ).scalar_one()
+    legend: list[dict[str, object]] = [
+        {
+            "number": number if number <= MAX_LABELLED else "",
+            "label": r.label,
+            "segments": r.size,
+            "share": f"{r.size / total:.0%}" if total else "",
+            "domain": r.domain or "—",
+        }
+        for number, r in enumerate(rows, start=1)
+    ]
+    if noise:
+        legend.append(
+            {
+                "number": "",
+                "label": "noise",
+                "segments": noise,
+                "share": f"{noise / total:.0%}",
+                "domain": "—",
+            }
+        )
+    return legend
+
+
 def render_topic_map(topic_map: TopicMap, title: str, path: Path | None = None, dpi: int = 90) -> bytes:
     """The picture as PNG bytes; also written to `path` (atomically: temp file, then rename) when given."""
     import matplotlib
@@ -60,9 +111,7 @@ def render_topic_map(topic_map: TopicMap, title: str, path: Path | None = None, 
             )
         sizes = np.bincount(labels[clustered], minlength=len(topic_map.names)) if clustered.any() else []
         legend = []
-        for rank, c in enumerate(np.argsort(-np.asarray(sizes), kind="stable")[:MAX_LABELLED], start=1):
-            if c >= len(topic_map.names) or sizes[c] == 0:
-                continue
+        for rank, c in enumerate(ranked_clusters(sizes, topic_map.names), start=1):
             centre = np.median(coords[labels == c], axis=0)
             # the number on the map, the label and size in the legend (long labels never cover the points)
             ax.annotate(
