@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from memory_core.store.schema import (
 )
 from memory_core.vector_index import FaissIndex
 from memory_core.vector_index.families import family_path, open_family_index
+from memory_query import read_cache
+from memory_query.read_cache import SegmentMembers, pack_strings, unpack_strings
 
 NAME_WORD = re.compile(r"[^\W\d_]+")
 ROLE_AUTHORS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "me", "you"})
@@ -52,6 +55,29 @@ class MessageTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    _STRINGS = ("ids", "conv_ids", "conv_refs", "author", "source_ref")
+    _ARRAYS = ("conversation", "position", "created_at", "time_derived")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The table as the read cache saves it (`memory_query.read_cache`)."""
+        out = {name: np.asarray(getattr(self, name)) for name in self._ARRAYS}
+        for name in self._STRINGS:
+            out.update(pack_strings(name, getattr(self, name)))
+        out.update(pack_strings("role", list(self.role)))
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays) -> MessageTable:
+        strings = {name: unpack_strings(arrays, name) for name in cls._STRINGS}
+        role = np.empty(len(strings["ids"]), dtype=object)
+        role[:] = unpack_strings(arrays, "role")
+        return cls(
+            index={m: i for i, m in enumerate(strings["ids"])},
+            role=role,
+            **strings,
+            **{name: arrays[name] for name in cls._ARRAYS},
+        )
 
 
 @dataclass
@@ -77,8 +103,12 @@ def _stamp(paths: list[Path]) -> tuple:
 
 
 class CorpusReader:
-    def __init__(self, store: CorpusStore):
+    """`use_read_cache`: take the message table, segment map and graph walks from the pipeline's read cache
+    when it is as fresh as the stores (False: always from the stores, as the cache's writer does)."""
+
+    def __init__(self, store: CorpusStore, use_read_cache: bool = True):
         self.store = store
+        self.use_read_cache = use_read_cache
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[tuple, object]] = {}
 
@@ -105,8 +135,18 @@ class CorpusReader:
         return tuple(self.store.version(n) for n in names)
 
     # -------------------------------------------------------------------------------- tables
+    def cached_part(self, part: str, stamp: tuple):
+        """A read-cache part derived from exactly `stamp`, or None (off, missing, stale or unreadable)."""
+        return read_cache.load_part(self.store, part, stamp) if self.use_read_cache else None
+
     def messages(self) -> MessageTable:
-        return self._cached("messages", self._sql_stamp("source"), self._load_messages)
+        stamp = self._sql_stamp("source")
+
+        def build():
+            arrays = self.cached_part("messages", stamp)
+            return MessageTable.from_arrays(arrays) if arrays is not None else self._load_messages()
+
+        return self._cached("messages", stamp, build)
 
     def _load_messages(self) -> MessageTable:
         with self.store.source.connect() as conn:
@@ -249,23 +289,29 @@ class CorpusReader:
 
         return self._cached("speakers", self._sql_stamp("source"), build)
 
-    def segment_messages(self) -> dict[str, list[int]]:
+    def segment_messages(self) -> Mapping[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""
-        from memory_core.store.schema import segments
+        stamp = self._sql_stamp("source", "staging")
 
         def build():
-            table = self.messages()
-            with self.store.staging.connect() as conn:
-                return {
-                    r.segment_id: [table.index[m] for m in r.message_ids if m in table.index]
-                    for r in conn.execute(
-                        select(segments.c.segment_id, segments.c.message_ids).where(
-                            segments.c.superseded_at.is_(None)
-                        )
-                    )
-                }
+            arrays = self.cached_part("segments", stamp)
+            return SegmentMembers.from_arrays(arrays) if arrays is not None else self._load_segment_messages()
 
-        return self._cached("segment_messages", self._sql_stamp("source", "staging"), build)
+        return self._cached("segment_messages", stamp, build)
+
+    def _load_segment_messages(self) -> dict[str, list[int]]:
+        from memory_core.store.schema import segments
+
+        table = self.messages()
+        with self.store.staging.connect() as conn:
+            return {
+                r.segment_id: [table.index[m] for m in r.message_ids if m in table.index]
+                for r in conn.execute(
+                    select(segments.c.segment_id, segments.c.message_ids).where(
+                        segments.c.superseded_at.is_(None)
+                    )
+                )
+            }
 
     # -------------------------------------------------------------------------------- indexes
     def lexicon(self) -> tuple[CorpusLexicon, bool]:
@@ -315,9 +361,10 @@ class CorpusReader:
         self.speakers()
         self.segment_messages()
         self.facts()
-        from memory_query.adjacency import adjacency_for  # it reads through a reader
+        from memory_query.adjacency import adjacency_for, graph_loaded  # they read through a reader
 
         adjacency_for(self)
+        graph_loaded(self)
         for family in ("messages", "segments", "concepts", "topics"):
             index = self.vectors(family)
             if index is not None and index.size:

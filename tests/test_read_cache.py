@@ -1,0 +1,168 @@
+"""The read cache (memory_query.read_cache): written by the `indexes` and `graph` assets, used by a reader
+only while it is as fresh as the stores it was derived from, identical results with and without it, and a
+corrupt file a logged cache miss."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+
+import dagster as dg
+import numpy as np
+import pytest
+from sqlalchemy import insert, select, update
+
+from memory_assets.definitions import defs
+from memory_assets.partitions import corpus_partitions
+from memory_core.graph import embedded_graph_path
+from memory_core.store.schema import messages, segments
+from memory_query.adjacency import adjacency_for, graph_loaded, graph_stamp
+from memory_query.read_cache import PARTS, SegmentMembers, SortedLookup, part_path, read_cache_dir
+from memory_query.reader import CorpusReader
+from memory_query.retrieval import rank
+from memory_resources.embeddings import EmbeddingsResource
+from tests.conftest import stage_resources
+from tests.graph_corpus import build_small_corpus
+
+QUESTIONS = (
+    "Which vegetables grow on a north balcony?",
+    "Where am I staying in Kyoto?",
+    "When is the cherry blossom season?",
+)
+
+
+def _ranked(reader: CorpusReader, questions=QUESTIONS) -> list:
+    out = []
+    for question in questions:
+        answer = rank(reader, question, 8)
+        out.append(([(e.message_id, e.score) for e in answer.items], answer.context, answer.paths_available))
+    return out
+
+
+@pytest.fixture
+def garden(home, instance, tmp_path):
+    """The small hand-built corpus with `graph` and `indexes` materialised (hashing vectors)."""
+    corpus = build_small_corpus(home, tmp_path, name="garden")
+    instance.add_dynamic_partitions(corpus_partitions.name, ["garden"])
+    result = dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        selection=dg.AssetSelection.assets("graph", "indexes"),
+        instance=instance,
+        partition_key="garden",
+        resources=stage_resources(home, embeddings=EmbeddingsResource(provider="hashing", hashing_dim=64)),
+    )
+    assert result.success
+    return corpus, result
+
+
+def _fresh_parts(store) -> dict[str, bool]:
+    reader = CorpusReader(store)
+    stamps = {
+        "messages": reader._sql_stamp("source"),
+        "segments": reader._sql_stamp("source", "staging"),
+        "adjacency": graph_stamp(reader),
+    }
+    return {part: reader.cached_part(part, stamps[part]) is not None for part in PARTS}
+
+
+def test_the_assets_write_it_and_a_reader_uses_it_with_identical_results(garden):
+    corpus, result = garden
+    store = corpus.store
+    index_meta = result.asset_materializations_for_node("indexes")[0].metadata
+    graph_meta = result.asset_materializations_for_node("graph")[0].metadata
+    assert index_meta["read_cache_parts"].value == ["messages", "segments"]
+    assert index_meta["read_cache_rows"].value == {"messages": 10, "segments": len(corpus.segments)}
+    assert graph_meta["read_cache_parts"].value == ["adjacency"]
+    assert _fresh_parts(store) == {"messages": True, "segments": True, "adjacency": True}
+
+    cached, stores = CorpusReader(store), CorpusReader(store, use_read_cache=False)
+    assert isinstance(cached.segment_messages(), SegmentMembers)
+    assert isinstance(stores.segment_messages(), dict)
+    assert dict(cached.segment_messages()) == stores.segment_messages()
+    a, b = cached.messages(), stores.messages()
+    assert a.ids == b.ids and a.index == b.index and a.conv_ids == b.conv_ids and a.conv_refs == b.conv_refs
+    assert a.author == b.author and a.source_ref == b.source_ref and list(a.role) == list(b.role)
+    for name in ("conversation", "position", "created_at", "time_derived"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    walks, graph_walks = adjacency_for(cached), adjacency_for(stores)
+    assert isinstance(walks.next_of, SortedLookup) and walks.source == graph_walks.source == "graph"
+    for name in ("related", "evidence", "next_of", "prev_of"):
+        assert dict(getattr(walks, name)) == getattr(graph_walks, name), name
+    assert graph_loaded(cached) and "graph" not in cached._cache  # the graph store was never opened
+    assert _ranked(cached) == _ranked(stores)
+    assert any(items for items, _, _ in _ranked(cached))
+
+
+def test_a_reader_ignores_a_part_once_its_source_changed(garden):
+    corpus, _ = garden
+    store = corpus.store
+    seg_id, members = next((s, m) for s, m in corpus.segments.items() if len(m) > 1)
+    # an in-place change of the staging store (a segment's membership refined): the segment map is stale
+    with store.staging.begin() as conn:
+        conn.execute(update(segments).where(segments.c.segment_id == seg_id).values(message_ids=members[:1]))
+    assert _fresh_parts(store) == {"messages": True, "segments": False, "adjacency": True}
+    reader = CorpusReader(store)
+    table = reader.messages()
+    assert reader.segment_messages()[seg_id] == [table.index[members[0]]]
+    assert _ranked(reader) == _ranked(CorpusReader(store, use_read_cache=False))
+
+    # a new message: the message table (and the segment map, which points into it) are stale
+    with store.source.connect() as conn:
+        row = dict(conn.execute(select(messages)).mappings().first())
+    row.update(
+        message_id="m-late", source_ref="late-1", position=999, text="Late note: the basil needs watering."
+    )
+    row["created_at"] = datetime(2024, 3, 9, 9, 0)
+    with store.source.begin() as conn:
+        conn.execute(insert(messages).values(**row))
+    assert _fresh_parts(store) == {"messages": False, "segments": False, "adjacency": True}
+    reader = CorpusReader(store)
+    assert "m-late" in reader.messages().index and len(reader.messages()) == 11
+
+    # the graph file rebuilt (here: rewritten in place) without a new part: the walks come from the graph
+    graph_file = embedded_graph_path(store)
+    os.utime(graph_file, ns=(graph_file.stat().st_atime_ns, graph_file.stat().st_mtime_ns + 1_000_000))
+    assert _fresh_parts(store)["adjacency"] is False
+    reader = CorpusReader(store)
+    assert graph_loaded(reader) and "graph" in reader._cache
+    assert _ranked(reader) == _ranked(CorpusReader(store, use_read_cache=False))
+
+
+def test_a_corrupt_part_is_a_logged_miss(garden, caplog):
+    corpus, _ = garden
+    store = corpus.store
+    path = part_path(store, "messages")
+    expected = _ranked(CorpusReader(store, use_read_cache=False))
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated
+    with caplog.at_level(logging.WARNING, logger="memory_query.read_cache"):
+        assert _ranked(CorpusReader(store)) == expected
+    warnings = [r for r in caplog.records if r.name == "memory_query.read_cache"]
+    assert len(warnings) == 1 and "messages.npz" in warnings[0].getMessage()
+    path.write_bytes(b"not a zip file at all")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memory_query.read_cache"):
+        assert CorpusReader(store).cached_part("messages", CorpusReader(store)._sql_stamp("source")) is None
+    assert len([r for r in caplog.records if r.name == "memory_query.read_cache"]) == 1
+
+
+def test_reading_a_corpus_without_a_cache_creates_none(home, tmp_path):
+    corpus = build_small_corpus(home, tmp_path, name="plain")
+    reader = CorpusReader(home.corpus("plain", readonly=True))
+    assert reader.messages().ids and reader.segment_messages()
+    adjacency_for(reader)
+    assert not read_cache_dir(corpus.store).exists()
+
+
+def test_identical_results_on_the_built_demo(built_demo):
+    home, name = built_demo
+    store = home.corpus(name, readonly=True)
+    assert all(part_path(store, p).is_file() for p in PARTS)
+    questions = (
+        "When is my half marathon?",
+        "Which database does Kestrel use for analytics?",
+        "What did I decide about the trip to Lisbon?",
+    )
+    cached = CorpusReader(store)
+    assert _ranked(cached, questions) == _ranked(CorpusReader(store, use_read_cache=False), questions)
+    assert isinstance(cached.segment_messages(), SegmentMembers)
