@@ -9,7 +9,9 @@ Each part is one uncompressed `.npz` (`indexes/read_cache/<part>.npz`, swapped i
   stamped with the source store's version (`CorpusStore.version`);
 - `segments`: current segment → message rows (rows of that table), stamped with source + staging versions;
 - `adjacency`: the graph walks (RELATED_TO, active EVIDENCE_FOR, NEXT/PREVIOUS), stamped with the
-  embedded graph file's stamp.
+  embedded graph file's stamp;
+- `lexicon`: the three BM25 indexes with their id maps and vocabularies as arrays (the index files keep
+  them as JSON text, whose parse is most of their load), stamped with the index files' stamps.
 
 A reader uses a part only when its stamp equals the stamp it reads now, and otherwise loads from the stores
 as it did before the cache (a read never writes it). Texts stay in SQLite. Strings are saved as one UTF-8
@@ -29,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 FORMAT = 1
-PARTS = ("messages", "segments", "adjacency")
+PARTS = ("messages", "segments", "adjacency", "lexicon")
 _SEP = "\x00"
 
 log = logging.getLogger(__name__)
@@ -219,3 +221,45 @@ class SegmentMembers(Mapping):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+
+def encode_lexicon(lexicon) -> dict[str, np.ndarray]:
+    """A `CorpusLexicon`'s indexes as arrays: each one's CSR weights, ids and vocabulary."""
+    out: dict[str, np.ndarray] = {}
+    for name in lexicon.FILES:
+        index = getattr(lexicon, name)
+        m = index.weights
+        words = list(index.vocab)
+        out.update(
+            prefixed(
+                name,
+                {
+                    "data": m.data,
+                    "indices": m.indices,
+                    "indptr": m.indptr,
+                    "shape": np.asarray(m.shape, dtype=np.int64),
+                    "columns": np.fromiter(index.vocab.values(), dtype=np.int64, count=len(words)),
+                },
+            )
+        )
+        out.update(pack_strings(f"{name}.ids", index.ids))
+        out.update(pack_strings(f"{name}.words", words))
+    return out
+
+
+def decode_lexicon(arrays: Mapping[str, np.ndarray]):
+    from scipy.sparse import csr_matrix
+
+    from memory_core.lexical import CorpusLexicon, LexicalIndex
+
+    indexes = []
+    for name in CorpusLexicon.FILES:
+
+        def get(part, name=name):
+            return arrays[f"{name}.{part}"]
+
+        weights = csr_matrix((get("data"), get("indices"), get("indptr")), shape=tuple(get("shape")))
+        words = unpack_strings(arrays, f"{name}.words")
+        vocab = dict(zip(words, get("columns").tolist(), strict=True))
+        indexes.append(LexicalIndex(unpack_strings(arrays, f"{name}.ids"), vocab, weights))
+    return CorpusLexicon(*indexes)

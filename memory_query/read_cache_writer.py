@@ -1,5 +1,5 @@
 """The pipeline's side of the read cache (`memory_query.read_cache`): the `indexes` asset saves the message
-table and the segment map, the `graph` asset the graph's walks, each computed by a reader that does not use
+table, the segment map and the lexical indexes, the `graph` asset the graph's walks, each computed by a reader that does not use
 the cache (the same code a reader falls back to, so a cached part is exactly what the stores give).
 
 Each part's stamp is read before its content: a write landing in between makes the part stale (ignored),
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from memory_core.reports import Figures
 from memory_query.adjacency import graph_adjacency, graph_stamp
-from memory_query.read_cache import SegmentMembers, part_path, save_part
-from memory_query.reader import CorpusReader
+from memory_query.read_cache import SegmentMembers, encode_lexicon, part_path, save_part
+from memory_query.reader import CorpusReader, _stamp
 
 
 @dataclass
@@ -43,7 +43,8 @@ class ReadCacheReport:
 
 
 def write_table_cache(store) -> ReadCacheReport:
-    """The `messages` and `segments` parts, from the stores as they are now."""
+    """The `messages`, `segments` and (once the index files exist) `lexicon` parts, from the stores and
+    files as they are now."""
     started, report = time.perf_counter(), ReadCacheReport()
     reader = CorpusReader(store, use_read_cache=False)
     try:
@@ -52,6 +53,12 @@ def write_table_cache(store) -> ReadCacheReport:
         report._saved(store, "messages", source, table.to_arrays(), len(table))
         members = reader.segment_messages()
         report._saved(store, "segments", both, SegmentMembers.encode(members), len(members))
+        files = reader.lexicon_files()
+        if all(f.exists() for f in files):
+            lexical_stamp = _stamp(files)
+            lexicon, _ = reader.lexicon()
+            docs = lexicon.messages.n_docs + lexicon.conversations.n_docs + lexicon.concepts.n_docs
+            report._saved(store, "lexicon", lexical_stamp, encode_lexicon(lexicon), docs)
     finally:
         reader.close()
     report.seconds = time.perf_counter() - started

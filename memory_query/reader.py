@@ -314,13 +314,22 @@ class CorpusReader:
             }
 
     # -------------------------------------------------------------------------------- indexes
+    def lexicon_files(self) -> list[Path]:
+        folder = lexicon_dir(self.store)
+        return [folder / f"{n}.npz" for n in CorpusLexicon.FILES]
+
     def lexicon(self) -> tuple[CorpusLexicon, bool]:
         """The lexical indexes, and whether they came from the built index files (False: built here from
         the raw source because the `indexes` asset has not written them)."""
-        folder = lexicon_dir(self.store)
-        files = [folder / f"{n}.npz" for n in CorpusLexicon.FILES]
+        folder, files = lexicon_dir(self.store), self.lexicon_files()
         if all(f.exists() for f in files):
-            return self._cached("lexicon", _stamp(files), lambda: CorpusLexicon.load(folder)), True
+            stamp = _stamp(files)
+
+            def build():
+                arrays = self.cached_part("lexicon", stamp)
+                return read_cache.decode_lexicon(arrays) if arrays is not None else CorpusLexicon.load(folder)
+
+            return self._cached("lexicon", stamp, build), True
         return self._cached(
             "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False

@@ -19,7 +19,7 @@ from memory_core.graph import embedded_graph_path
 from memory_core.store.schema import messages, segments
 from memory_query.adjacency import adjacency_for, graph_loaded, graph_stamp
 from memory_query.read_cache import PARTS, SegmentMembers, SortedLookup, part_path, read_cache_dir
-from memory_query.reader import CorpusReader
+from memory_query.reader import CorpusReader, _stamp
 from memory_query.retrieval import rank
 from memory_resources.embeddings import EmbeddingsResource
 from tests.conftest import stage_resources
@@ -62,6 +62,7 @@ def _fresh_parts(store) -> dict[str, bool]:
         "messages": reader._sql_stamp("source"),
         "segments": reader._sql_stamp("source", "staging"),
         "adjacency": graph_stamp(reader),
+        "lexicon": _stamp(reader.lexicon_files()),
     }
     return {part: reader.cached_part(part, stamps[part]) is not None for part in PARTS}
 
@@ -71,10 +72,12 @@ def test_the_assets_write_it_and_a_reader_uses_it_with_identical_results(garden)
     store = corpus.store
     index_meta = result.asset_materializations_for_node("indexes")[0].metadata
     graph_meta = result.asset_materializations_for_node("graph")[0].metadata
-    assert index_meta["read_cache_parts"].value == ["messages", "segments"]
-    assert index_meta["read_cache_rows"].value == {"messages": 10, "segments": len(corpus.segments)}
+    assert index_meta["read_cache_parts"].value == ["lexicon", "messages", "segments"]
+    rows = index_meta["read_cache_rows"].value
+    assert rows["messages"] == 10 and rows["segments"] == len(corpus.segments)
+    assert rows["lexicon"] == 10 + 2 + 4  # messages, conversations, concepts
     assert graph_meta["read_cache_parts"].value == ["adjacency"]
-    assert _fresh_parts(store) == {"messages": True, "segments": True, "adjacency": True}
+    assert _fresh_parts(store) == dict.fromkeys(PARTS, True)
 
     cached, stores = CorpusReader(store), CorpusReader(store, use_read_cache=False)
     assert isinstance(cached.segment_messages(), SegmentMembers)
@@ -85,6 +88,12 @@ def test_the_assets_write_it_and_a_reader_uses_it_with_identical_results(garden)
     assert a.author == b.author and a.source_ref == b.source_ref and list(a.role) == list(b.role)
     for name in ("conversation", "position", "created_at", "time_derived"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    (lexicon, built), (from_files, _) = cached.lexicon(), stores.lexicon()
+    assert built and "lexicon" in cached._cache
+    for name in from_files.FILES:
+        mine, theirs = getattr(lexicon, name), getattr(from_files, name)
+        assert mine.ids == theirs.ids and mine.vocab == theirs.vocab, name
+        assert (mine.weights != theirs.weights).nnz == 0 and mine.weights.shape == theirs.weights.shape
     walks, graph_walks = adjacency_for(cached), adjacency_for(stores)
     assert isinstance(walks.next_of, SortedLookup) and walks.source == graph_walks.source == "graph"
     for name in ("related", "evidence", "next_of", "prev_of"):
@@ -101,7 +110,7 @@ def test_a_reader_ignores_a_part_once_its_source_changed(garden):
     # an in-place change of the staging store (a segment's membership refined): the segment map is stale
     with store.staging.begin() as conn:
         conn.execute(update(segments).where(segments.c.segment_id == seg_id).values(message_ids=members[:1]))
-    assert _fresh_parts(store) == {"messages": True, "segments": False, "adjacency": True}
+    assert _fresh_parts(store) == {"messages": True, "segments": False, "adjacency": True, "lexicon": True}
     reader = CorpusReader(store)
     table = reader.messages()
     assert reader.segment_messages()[seg_id] == [table.index[members[0]]]
@@ -116,7 +125,7 @@ def test_a_reader_ignores_a_part_once_its_source_changed(garden):
     row["created_at"] = datetime(2024, 3, 9, 9, 0)
     with store.source.begin() as conn:
         conn.execute(insert(messages).values(**row))
-    assert _fresh_parts(store) == {"messages": False, "segments": False, "adjacency": True}
+    assert _fresh_parts(store) == {"messages": False, "segments": False, "adjacency": True, "lexicon": True}
     reader = CorpusReader(store)
     assert "m-late" in reader.messages().index and len(reader.messages()) == 11
 
@@ -127,6 +136,12 @@ def test_a_reader_ignores_a_part_once_its_source_changed(garden):
     reader = CorpusReader(store)
     assert graph_loaded(reader) and "graph" in reader._cache
     assert _ranked(reader) == _ranked(CorpusReader(store, use_read_cache=False))
+
+    # a rebuilt lexical index (here: its file rewritten with the same bytes): the lexicon part is stale
+    lexical = CorpusReader(store).lexicon_files()[0]
+    lexical.write_bytes(lexical.read_bytes())
+    assert _fresh_parts(store)["lexicon"] is False
+    assert _ranked(CorpusReader(store)) == _ranked(CorpusReader(store, use_read_cache=False))
 
 
 def test_a_corrupt_part_is_a_logged_miss(garden, caplog):
