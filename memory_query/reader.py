@@ -103,8 +103,9 @@ def _stamp(paths: list[Path]) -> tuple:
 
 
 class CorpusReader:
-    """`use_read_cache`: take the message table, segment map and graph walks from the pipeline's read cache
-    when it is as fresh as the stores (False: always from the stores, as the cache's writer does)."""
+    """`use_read_cache`: take the message table, segment map, lexical indexes and graph walks from the
+    pipeline's read cache when it is as fresh as their sources (False: always from the stores and index files,
+    as the cache's writer does)."""
 
     def __init__(self, store: CorpusStore, use_read_cache: bool = True):
         self.store = store
@@ -139,14 +140,20 @@ class CorpusReader:
         """A read-cache part derived from exactly `stamp`, or None (off, missing, stale or unreadable)."""
         return read_cache.load_part(self.store, part, stamp) if self.use_read_cache else None
 
-    def messages(self) -> MessageTable:
-        stamp = self._sql_stamp("source")
+    def _cached_or_loaded(self, key: str, part: str, stamp: tuple, decode, load):
+        """`key` for this stamp: decoded from its read-cache part when fresh, else loaded from the source."""
 
         def build():
-            arrays = self.cached_part("messages", stamp)
-            return MessageTable.from_arrays(arrays) if arrays is not None else self._load_messages()
+            arrays = self.cached_part(part, stamp)
+            return decode(arrays) if arrays is not None else load()
 
-        return self._cached("messages", stamp, build)
+        return self._cached(key, stamp, build)
+
+    def messages(self) -> MessageTable:
+        stamp = self._sql_stamp("source")
+        return self._cached_or_loaded(
+            "messages", "messages", stamp, MessageTable.from_arrays, self._load_messages
+        )
 
     def _load_messages(self) -> MessageTable:
         with self.store.source.connect() as conn:
@@ -292,12 +299,9 @@ class CorpusReader:
     def segment_messages(self) -> Mapping[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""
         stamp = self._sql_stamp("source", "staging")
-
-        def build():
-            arrays = self.cached_part("segments", stamp)
-            return SegmentMembers.from_arrays(arrays) if arrays is not None else self._load_segment_messages()
-
-        return self._cached("segment_messages", stamp, build)
+        return self._cached_or_loaded(
+            "segment_messages", "segments", stamp, SegmentMembers.from_arrays, self._load_segment_messages
+        )
 
     def _load_segment_messages(self) -> dict[str, list[int]]:
         from memory_core.store.schema import segments
@@ -323,13 +327,14 @@ class CorpusReader:
         the raw source because the `indexes` asset has not written them)."""
         folder, files = lexicon_dir(self.store), self.lexicon_files()
         if all(f.exists() for f in files):
-            stamp = _stamp(files)
-
-            def build():
-                arrays = self.cached_part("lexicon", stamp)
-                return read_cache.decode_lexicon(arrays) if arrays is not None else CorpusLexicon.load(folder)
-
-            return self._cached("lexicon", stamp, build), True
+            lexicon = self._cached_or_loaded(
+                "lexicon",
+                "lexicon",
+                _stamp(files),
+                read_cache.decode_lexicon,
+                lambda: CorpusLexicon.load(folder),
+            )
+            return lexicon, True
         return self._cached(
             "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False
@@ -359,7 +364,10 @@ class CorpusReader:
         if not path.exists():
             return None
         stamp = (str(path.resolve()),)
-        return self._cached(f"vectors:{family}", stamp, lambda: open_family_index(self.store, family))
+        # mapped: a reader only searches, and a build swaps in a new file (a mapped old one stays valid)
+        return self._cached(
+            f"vectors:{family}", stamp, lambda: open_family_index(self.store, family, mapped=True)
+        )
 
     def warm(self) -> None:
         """Load now what a first query would load (tables, lexicon, vector indexes, the query embedder), so

@@ -181,3 +181,21 @@ def test_identical_results_on_the_built_demo(built_demo):
     cached = CorpusReader(store)
     assert _ranked(cached, questions) == _ranked(CorpusReader(store, use_read_cache=False), questions)
     assert isinstance(cached.segment_messages(), SegmentMembers)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_a_mapped_index_searches_like_a_read_one(tmp_path, kind):
+    """The reader maps its vector indexes (FaissIndex.load(mapped=True)): same ids and scores as reading."""
+    from memory_core.vector_index import FaissIndex, IndexPolicy
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((600, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    built = FaissIndex(dim=32, policy=IndexPolicy(kind=kind))
+    built.build([f"m{i}" for i in range(600)], vectors)
+    built.save(tmp_path / "index")
+    read, mapped = FaissIndex.load(tmp_path / "index"), FaissIndex.load(tmp_path / "index", mapped=True)
+    queries = rng.standard_normal((5, 32)).astype(np.float32)
+    a, b = read.search(queries, 10), mapped.search(queries, 10)
+    assert a.ids == b.ids and np.array_equal(a.scores, b.scores) and len(a.ids[0]) == 10
+    assert np.array_equal(read.vectors([0, 599]), mapped.vectors([0, 599]))
