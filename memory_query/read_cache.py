@@ -216,6 +216,10 @@ class SegmentMembers(Mapping):
         i = self._position[segment_id]
         return self._rows[self._indptr[i] : self._indptr[i + 1]].tolist()
 
+    def items(self) -> list[tuple[str, list[int]]]:  # every segment at once (explore_node's Message>Segment)
+        rows, ptr = self._rows.tolist(), self._indptr.tolist()
+        return [(s, rows[ptr[i] : ptr[i + 1]]) for i, s in enumerate(self._ids)]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
 

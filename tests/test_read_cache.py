@@ -82,7 +82,11 @@ def test_the_assets_write_it_and_a_reader_uses_it_with_identical_results(garden)
     cached, stores = CorpusReader(store), CorpusReader(store, use_read_cache=False)
     assert isinstance(cached.segment_messages(), SegmentMembers)
     assert isinstance(stores.segment_messages(), dict)
-    assert dict(cached.segment_messages()) == stores.segment_messages()
+    assert (
+        dict(cached.segment_messages())
+        == dict(cached.segment_messages().items())
+        == stores.segment_messages()
+    )
     a, b = cached.messages(), stores.messages()
     assert a.ids == b.ids and a.index == b.index and a.conv_ids == b.conv_ids and a.conv_refs == b.conv_refs
     assert a.author == b.author and a.source_ref == b.source_ref and list(a.role) == list(b.role)
