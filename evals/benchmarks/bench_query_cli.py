@@ -16,6 +16,9 @@
 
 Build the corpora first (`memory-os demo`; `python -m evals.benchmarks.bench_query --messages 100000 --keep DIR`
 for the generated one, whose vectors are 384-d hashing: embedding 100k texts with MiniLM takes hours here).
+The read cache is written by the `indexes` and `graph` assets: a corpus built before it gets it with
+`memory-os materialize NAME --select indexes,graph` (or `memory_query.read_cache_writer`'s functions, which
+those assets call).
 """
 
 from __future__ import annotations
