@@ -7,8 +7,10 @@ reading the edges once per graph version keeps each query's walks in memory (no 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from memory_query.read_cache import SortedLookup, prefixed
 from memory_query.reader import CorpusReader, _stamp
 
 WALK_LIMIT = 50
@@ -16,13 +18,31 @@ WALK_LIMIT = 50
 
 @dataclass
 class Adjacency:
+    """Dicts when read from the graph or the tables; `SortedLookup`s over arrays from the read cache."""
+
     source: str  # "graph" (read from the graph store) or "tables" (from the staging tables)
-    related: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # topic → (concept, weight)
-    evidence: dict[str, list[tuple[str, float]]] = field(
+    related: Mapping[str, list[tuple[str, float]]] = field(default_factory=dict)  # topic → (concept, weight)
+    evidence: Mapping[str, list[tuple[str, float]]] = field(
         default_factory=dict
     )  # concept → (message, confidence)
-    next_of: dict[str, str] = field(default_factory=dict)
-    prev_of: dict[str, str] = field(default_factory=dict)
+    next_of: Mapping[str, str] = field(default_factory=dict)
+    prev_of: Mapping[str, str] = field(default_factory=dict)
+
+    _GROUPED = ("related", "evidence")
+    _SINGLE = ("next_of", "prev_of")
+
+    def to_arrays(self) -> dict:
+        """The walks as the read cache saves them (`memory_query.read_cache`)."""
+        out: dict = {}
+        for name in self._GROUPED:
+            out.update(prefixed(name, SortedLookup.encode_grouped(getattr(self, name))))
+        for name in self._SINGLE:
+            out.update(prefixed(name, SortedLookup.encode(getattr(self, name))))
+        return out
+
+    @classmethod
+    def from_arrays(cls, source: str, arrays) -> Adjacency:
+        return cls(source, **{n: SortedLookup.from_arrays(arrays, n) for n in (*cls._GROUPED, *cls._SINGLE)})
 
     def related_concepts(self, topic_id: str) -> list[tuple[str, float]]:
         return self.related.get(topic_id, [])[:WALK_LIMIT]
@@ -74,13 +94,46 @@ def table_adjacency(reader: CorpusReader) -> Adjacency:
     )
 
 
-def adjacency_for(reader: CorpusReader) -> Adjacency:
-    graph = reader.graph()
-    if graph is not None:
-        from memory_core.graph import embedded_graph_path
+def graph_stamp(reader: CorpusReader) -> tuple:
+    """The embedded graph file's stamp: what the graph's walks (and their read-cache part) derive from."""
+    from memory_core.graph import embedded_graph_path
 
-        stamp = _stamp([embedded_graph_path(reader.store)])
-        return reader._cached("adjacency:graph", stamp, lambda: graph_adjacency(graph))
+    return _stamp([embedded_graph_path(reader.store)])
+
+
+def cached_graph_adjacency(reader: CorpusReader) -> Adjacency | None:
+    """The graph's walks from the read cache when it is as fresh as the graph file, else None."""
+    arrays = reader.cached_part("adjacency", graph_stamp(reader))
+    return Adjacency.from_arrays("graph", arrays) if arrays is not None else None
+
+
+def graph_loaded(reader: CorpusReader) -> bool:
+    """Whether the walks come from a loaded graph: a fresh read-cache part says so without opening the
+    graph store (and becomes the walks, so it is read once)."""
+    stamp = graph_stamp(reader)
+
+    def probe() -> bool:
+        adjacency = cached_graph_adjacency(reader)
+        if adjacency is not None:
+            reader._cached("adjacency:graph", stamp, lambda: adjacency)
+            return True
+        return reader.graph() is not None
+
+    return reader._cached("graph_loaded", stamp, probe)
+
+
+def adjacency_for(reader: CorpusReader) -> Adjacency:
+    stamp = graph_stamp(reader)
+
+    def from_graph() -> Adjacency | None:
+        graph = reader.graph()
+        return graph_adjacency(graph) if graph is not None else None
+
+    adjacency = reader._cached(
+        "adjacency:graph", stamp, lambda: cached_graph_adjacency(reader) or from_graph()
+    )
+    if adjacency is not None:
+        return adjacency
     return reader._cached(
         "adjacency:tables", reader._sql_stamp("source", "staging"), lambda: table_adjacency(reader)
     )

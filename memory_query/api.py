@@ -10,15 +10,18 @@ through a reader that lives for this call only.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memory_core.store.db import CorpusStore, MemoryHome
-from memory_query.agent import AgentAnswer, AgentBudget, AgentDriver, AgentLoop, OfflineDriver
 from memory_query.evidence import MemoryAnswer
 from memory_query.pool import ReaderPool, reading
 from memory_query.retrieval import rank
 from memory_query.scoping import Scope, ScopedTools, scoped_rank
 from memory_query.settings import RetrievalSettings
 from memory_query.tools import MemoryTools
+
+if TYPE_CHECKING:  # the agent loads when `ask` runs: `query_memory` from a fresh process does not pay for it
+    from memory_query.agent import AgentAnswer, AgentBudget, AgentDriver
 
 
 def query_memory(
@@ -78,6 +81,8 @@ def ask(
     options, e.g. the revision layer's `believed_at` once it has one). The answer carries its cited
     evidence, the plan and every step; with `trace` the steps are also appended to the corpus's agent
     trace."""
+    from memory_query.agent import AgentLoop, OfflineDriver
+
     with reading(corpus, home, pool) as reader:
         tools = ScopedTools(
             MemoryTools(reader, settings=settings, trace=False), scope or Scope(reader.store.name)

@@ -33,6 +33,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from memory_query.adjacency import graph_loaded
 from memory_query.evidence import TopicHit
 from memory_query.facts import current_fact_lift, facts_built
 from memory_query.fusion import as_is, max_scaled, pool_scaled, strongest
@@ -230,7 +231,7 @@ def _speakers_named(reader: CorpusReader) -> bool:
 
 
 def _graph_loaded(reader: CorpusReader) -> bool:
-    return reader.graph() is not None  # False: the same walks over the tables the graph is loaded from
+    return graph_loaded(reader)  # False: the same walks over the tables the graph is loaded from
 
 
 REGISTRY: tuple[RetrievalPath, ...] = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from memory_core.store.schema import (
 )
 from memory_core.vector_index import FaissIndex
 from memory_core.vector_index.families import family_path, open_family_index
+from memory_query import read_cache
+from memory_query.read_cache import SegmentMembers, pack_strings, unpack_strings
 
 NAME_WORD = re.compile(r"[^\W\d_]+")
 ROLE_AUTHORS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot", "me", "you"})
@@ -52,6 +55,29 @@ class MessageTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    _STRINGS = ("ids", "conv_ids", "conv_refs", "author", "source_ref")
+    _ARRAYS = ("conversation", "position", "created_at", "time_derived")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The table as the read cache saves it (`memory_query.read_cache`)."""
+        out = {name: np.asarray(getattr(self, name)) for name in self._ARRAYS}
+        for name in self._STRINGS:
+            out.update(pack_strings(name, getattr(self, name)))
+        out.update(pack_strings("role", list(self.role)))
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays) -> MessageTable:
+        strings = {name: unpack_strings(arrays, name) for name in cls._STRINGS}
+        role = np.empty(len(strings["ids"]), dtype=object)
+        role[:] = unpack_strings(arrays, "role")
+        return cls(
+            index={m: i for i, m in enumerate(strings["ids"])},
+            role=role,
+            **strings,
+            **{name: arrays[name] for name in cls._ARRAYS},
+        )
 
 
 @dataclass
@@ -77,8 +103,13 @@ def _stamp(paths: list[Path]) -> tuple:
 
 
 class CorpusReader:
-    def __init__(self, store: CorpusStore):
+    """`use_read_cache`: take the message table, segment map, lexical indexes and graph walks from the
+    pipeline's read cache when it is as fresh as their sources (False: always from the stores and index files,
+    as the cache's writer does)."""
+
+    def __init__(self, store: CorpusStore, use_read_cache: bool = True):
         self.store = store
+        self.use_read_cache = use_read_cache
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[tuple, object]] = {}
 
@@ -105,8 +136,24 @@ class CorpusReader:
         return tuple(self.store.version(n) for n in names)
 
     # -------------------------------------------------------------------------------- tables
+    def cached_part(self, part: str, stamp: tuple):
+        """A read-cache part derived from exactly `stamp`, or None (off, missing, stale or unreadable)."""
+        return read_cache.load_part(self.store, part, stamp) if self.use_read_cache else None
+
+    def _cached_or_loaded(self, key: str, part: str, stamp: tuple, decode, load):
+        """`key` for this stamp: decoded from its read-cache part when fresh, else loaded from the source."""
+
+        def build():
+            arrays = self.cached_part(part, stamp)
+            return decode(arrays) if arrays is not None else load()
+
+        return self._cached(key, stamp, build)
+
     def messages(self) -> MessageTable:
-        return self._cached("messages", self._sql_stamp("source"), self._load_messages)
+        stamp = self._sql_stamp("source")
+        return self._cached_or_loaded(
+            "messages", "messages", stamp, MessageTable.from_arrays, self._load_messages
+        )
 
     def _load_messages(self) -> MessageTable:
         with self.store.source.connect() as conn:
@@ -249,32 +296,45 @@ class CorpusReader:
 
         return self._cached("speakers", self._sql_stamp("source"), build)
 
-    def segment_messages(self) -> dict[str, list[int]]:
+    def segment_messages(self) -> Mapping[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""
+        stamp = self._sql_stamp("source", "staging")
+        return self._cached_or_loaded(
+            "segment_messages", "segments", stamp, SegmentMembers.from_arrays, self._load_segment_messages
+        )
+
+    def _load_segment_messages(self) -> dict[str, list[int]]:
         from memory_core.store.schema import segments
 
-        def build():
-            table = self.messages()
-            with self.store.staging.connect() as conn:
-                return {
-                    r.segment_id: [table.index[m] for m in r.message_ids if m in table.index]
-                    for r in conn.execute(
-                        select(segments.c.segment_id, segments.c.message_ids).where(
-                            segments.c.superseded_at.is_(None)
-                        )
+        table = self.messages()
+        with self.store.staging.connect() as conn:
+            return {
+                r.segment_id: [table.index[m] for m in r.message_ids if m in table.index]
+                for r in conn.execute(
+                    select(segments.c.segment_id, segments.c.message_ids).where(
+                        segments.c.superseded_at.is_(None)
                     )
-                }
-
-        return self._cached("segment_messages", self._sql_stamp("source", "staging"), build)
+                )
+            }
 
     # -------------------------------------------------------------------------------- indexes
+    def lexicon_files(self) -> list[Path]:
+        folder = lexicon_dir(self.store)
+        return [folder / f"{n}.npz" for n in CorpusLexicon.FILES]
+
     def lexicon(self) -> tuple[CorpusLexicon, bool]:
         """The lexical indexes, and whether they came from the built index files (False: built here from
         the raw source because the `indexes` asset has not written them)."""
-        folder = lexicon_dir(self.store)
-        files = [folder / f"{n}.npz" for n in CorpusLexicon.FILES]
+        folder, files = lexicon_dir(self.store), self.lexicon_files()
         if all(f.exists() for f in files):
-            return self._cached("lexicon", _stamp(files), lambda: CorpusLexicon.load(folder)), True
+            lexicon = self._cached_or_loaded(
+                "lexicon",
+                "lexicon",
+                _stamp(files),
+                read_cache.decode_lexicon,
+                lambda: CorpusLexicon.load(folder),
+            )
+            return lexicon, True
         return self._cached(
             "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False
@@ -304,7 +364,10 @@ class CorpusReader:
         if not path.exists():
             return None
         stamp = (str(path.resolve()),)
-        return self._cached(f"vectors:{family}", stamp, lambda: open_family_index(self.store, family))
+        # mapped: a reader only searches, and a build swaps in a new file (a mapped old one stays valid)
+        return self._cached(
+            f"vectors:{family}", stamp, lambda: open_family_index(self.store, family, mapped=True)
+        )
 
     def warm(self) -> None:
         """Load now what a first query would load (tables, lexicon, vector indexes, the query embedder), so
@@ -315,9 +378,10 @@ class CorpusReader:
         self.speakers()
         self.segment_messages()
         self.facts()
-        from memory_query.adjacency import adjacency_for  # it reads through a reader
+        from memory_query.adjacency import adjacency_for, graph_loaded  # they read through a reader
 
         adjacency_for(self)
+        graph_loaded(self)
         for family in ("messages", "segments", "concepts", "topics"):
             index = self.vectors(family)
             if index is not None and index.size:

@@ -6,8 +6,9 @@
 
 - cold: `python -m memory_cli.main --home DIR query NAME "…" --json` in a fresh process, wall and CPU seconds
   (CPU is what a quiet machine's wall time would be: on a shared 2-core machine wall time is mostly waiting);
-  baseline: the same command with queries embedded by the torch provider (what the read side used before the
-  numpy runtime), interleaved with it;
+  baselines, interleaved with it: the same command with the read cache ignored (the tables and graph walks
+  loaded from the stores, as before `memory_query.read_cache`), and with queries embedded by the torch
+  provider (what the read side used before the numpy runtime);
 - warm: `query_memory` p50/p95 through one `ReaderPool` (a long-lived caller); baseline: the query's embedding
   plus an exact FAISS search over the same message vectors (`bench_query.measure`);
 - MCP: `memory-os serve-mcp --corpus NAME` over stdio through the MCP SDK client: spawn → tools listed, the
@@ -15,6 +16,9 @@
 
 Build the corpora first (`memory-os demo`; `python -m evals.benchmarks.bench_query --messages 100000 --keep DIR`
 for the generated one, whose vectors are 384-d hashing: embedding 100k texts with MiniLM takes hours here).
+The read cache is written by the `indexes` and `graph` assets: a corpus built before it gets it with
+`memory-os materialize NAME --select indexes,graph` (or `memory_query.read_cache_writer`'s functions, which
+those assets call).
 """
 
 from __future__ import annotations
@@ -35,22 +39,28 @@ QUESTIONS = (
     "Which database does Kestrel use for analytics?",
     "What did I decide about the trip to Lisbon?",
 )
-# the read side as it was before the numpy runtime: queries embedded by the pipeline's torch provider
-_TORCH_QUERIES = (
-    "import memory_core.embeddings as e, memory_core.embeddings.factory as f\n"
-    "e.build_query_embedder = lambda spec, api_key=None: f.build_embedder(spec, api_key=api_key)\n"
-    "from memory_cli.main import cli\n"
-    "cli(sys.argv[1:])\n"
-)
+_CLI = "from memory_cli.main import cli\ncli(sys.argv[1:])\n"
+# the baselines: the product with one piece put back as it was
+RUNTIMES = {
+    "product": None,
+    # the read side before the read cache: every part loaded from the stores
+    "no read cache (baseline)": "import memory_query.read_cache as c\nc.load_part = lambda *a, **k: None\n",
+    # before the numpy runtime: queries embedded by the pipeline's torch provider
+    "torch queries (baseline)": (
+        "import memory_core.embeddings as e, memory_core.embeddings.factory as f\n"
+        "e.build_query_embedder = lambda spec, api_key=None: f.build_embedder(spec, api_key=api_key)\n"
+    ),
+}
 
 
 def _cli(runtime: str, home: Path, corpus: str, question: str) -> tuple[float, float]:
     """(wall, CPU) seconds of one `memory-os query` in a fresh process."""
     args = ["--home", str(home), "query", corpus, question, "--json"]
+    patch = RUNTIMES[runtime]
     command = (
         [sys.executable, "-m", "memory_cli.main", *args]
-        if runtime == "numpy"
-        else [sys.executable, "-c", "import sys\n" + _TORCH_QUERIES, *args]
+        if patch is None
+        else [sys.executable, "-c", "import sys\n" + patch + _CLI, *args]
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -61,23 +71,23 @@ def _cli(runtime: str, home: Path, corpus: str, question: str) -> tuple[float, f
 
 
 def cold(home: Path, corpus: str, repeats: int) -> list[dict]:
-    runs: dict[str, list[tuple[float, float]]] = {"numpy": [], "torch": []}
+    runs: dict[str, list[tuple[float, float]]] = {runtime: [] for runtime in RUNTIMES}
     for i in range(repeats):
-        for runtime in runs:  # interleaved: both see the same load
+        for runtime in runs:  # interleaved: all see the same load
             runs[runtime].append(_cli(runtime, home, corpus, QUESTIONS[i % len(QUESTIONS)]))
-    rows = []
-    for runtime, values in runs.items():
-        rows.append(
-            {
-                "corpus": corpus,
-                "query embedding": "numpy runtime (product)" if runtime == "numpy" else "torch (baseline)",
-                "cold wall s (median)": round(statistics.median(w for w, _ in values), 2),
-                "cold CPU s (median)": round(statistics.median(c for _, c in values), 2),
-            }
-        )
-    base = rows[1]["cold CPU s (median)"]
-    rows[0]["CPU ratio vs baseline"] = round(rows[0]["cold CPU s (median)"] / base, 3) if base else None
-    rows[1]["CPU ratio vs baseline"] = 1.0
+    rows = [
+        {
+            "corpus": corpus,
+            "read side": runtime,
+            "cold wall s (median)": round(statistics.median(w for w, _ in values), 2),
+            "cold CPU s (median)": round(statistics.median(c for _, c in values), 2),
+        }
+        for runtime, values in runs.items()
+    ]
+    product = rows[0]["cold CPU s (median)"]
+    for row in rows:
+        base = row["cold CPU s (median)"]
+        row["product CPU / this"] = round(product / base, 3) if base else None
     return rows
 
 

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, corpus_store, dagster_metadata, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import GraphStore
 from memory_core.graph.stage import build_graph
@@ -14,6 +14,7 @@ from memory_core.progress import progress_to
 from memory_core.store.db import CorpusStore
 from memory_core.vector_index import FAMILIES
 from memory_core.vector_index.stage import MessageVectors, build_indexes
+from memory_query.read_cache_writer import write_graph_cache, write_table_cache
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
 from memory_resources.storage import MemoryStorage
@@ -58,7 +59,8 @@ class GraphConfig(dg.Config):
     deps=GRAPH_SOURCES,
     kinds={"ladybug"},
     description="Load every node and edge type of the ontology, pre-linked by SQL joins, into the graph store "
-    "(embedded LadybugDB swapped in atomically, or Neo4j); a rerun leaves identical counts.",
+    "(embedded LadybugDB swapped in atomically, or Neo4j); a rerun leaves identical counts. Saves the graph's walks "
+    "to the read cache (indexes/read_cache/adjacency.npz, stamped with the graph file).",
 )
 def graph(
     context: dg.AssetExecutionContext, config: GraphConfig, storage: MemoryStorage, graph_store: GraphResource
@@ -68,8 +70,17 @@ def graph(
         report = build_graph(
             store, backend, reflective=config.include_reflective, where=graph_store.describe(store)
         )
+    with store.write_lock(timeout_s=LOCK_WAIT_S):  # after the graph is closed: its file is final
+        cached = write_graph_cache(store)
     context.log.info(report.summary(store.name))
-    return materialize_result(report, store=store, asset_key="graph", tables={"counts": Table(limit=60)})
+    context.log.info(cached.summary())
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="graph",
+        tables={"counts": Table(limit=60)},
+        extra=dagster_metadata(cached.as_metadata()),
+    )
 
 
 class IndexesConfig(dg.Config):
@@ -91,7 +102,8 @@ class IndexesConfig(dg.Config):
     kinds={"faiss"},
     description="FAISS indexes over topics, concepts, segments and messages with their id maps (exact below a "
     "measured size threshold, HNSW from it on; each swapped in atomically; unchanged items are not re-embedded), "
-    "and the BM25 lexical indexes over messages in context, conversations and concepts.",
+    "and the BM25 lexical indexes over messages in context, conversations and concepts; then the read cache of the "
+    "message table and segment map (indexes/read_cache, stamped with the store versions) a cold query maps.",
 )
 def indexes(
     context: dg.AssetExecutionContext,
@@ -115,4 +127,12 @@ def indexes(
             batch_size=config.embed_batch_size,
             log=context.log.info,
         )
-    return materialize_result(report, store=store, asset_key="indexes", tables={"families": Table()})
+        cached = write_table_cache(store)
+    context.log.info(cached.summary())
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="indexes",
+        tables={"families": Table()},
+        extra=dagster_metadata(cached.as_metadata()),
+    )

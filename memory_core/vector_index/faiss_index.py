@@ -233,7 +233,9 @@ class FaissIndex(VectorIndex):
                 shutil.rmtree(old, ignore_errors=True)
 
     @classmethod
-    def load(cls, path: Path) -> FaissIndex:
+    def load(cls, path: Path, mapped: bool = False) -> FaissIndex:
+        """`mapped`: the vectors of a flat or HNSW index memory-mapped from the file instead of read (a
+        searching reader's cold start; a search touches only the pages it visits)."""
         import faiss
 
         real = Path(os.path.realpath(path))  # resolve once: both files come from the same build
@@ -242,7 +244,8 @@ class FaissIndex(VectorIndex):
         doc = json.loads((real / IDS_FILE).read_text(encoding="utf-8"))
         if doc.get("format") != FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported index format {doc.get('format')!r}")
-        index = faiss.read_index(str(real / INDEX_FILE))
+        flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mapped else 0
+        index = faiss.read_index(str(real / INDEX_FILE), flags)
         if index.ntotal != len(doc["ids"]):
             raise ValueError(f"{path}: index holds {index.ntotal} vectors but its id map {len(doc['ids'])}")
         out = cls(dim=doc["dim"], policy=IndexPolicy(**doc["policy"]), meta=doc.get("meta", {}))

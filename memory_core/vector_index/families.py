@@ -74,10 +74,10 @@ def family_path(store: CorpusStore, family: str) -> Path:
     return store.path("indexes", family)
 
 
-def open_family_index(store: CorpusStore, family: str) -> FaissIndex | None:
-    """The current index of a family, or None when it has not been built."""
+def open_family_index(store: CorpusStore, family: str, mapped: bool = False) -> FaissIndex | None:
+    """The current index of a family, or None when it has not been built (`mapped`: see FaissIndex.load)."""
     path = family_path(store, family)
-    return FaissIndex.load(path) if path.exists() else None
+    return FaissIndex.load(path, mapped=mapped) if path.exists() else None
 
 
 def _check(family: str) -> None:
