@@ -125,15 +125,20 @@ def materialize_result(
     tables: Mapping[str, Table] | None = None,
     paths: Collection[str] = (),
     extra: Mapping[str, object] | None = None,
+    also: Sequence[StageReport] = (),
 ) -> dg.MaterializeResult:
-    """The materialisation of a stage report (`extra`: metadata only the asset knows, already rendered): its
+    """The materialisation of a stage report (and the reports of work the asset did `also`, their figures
+    beside its own; `extra`: metadata only the asset knows, already rendered): its
     curated quality figures (`QUALITY_FIGURES`) plotted under `quality/`, its other numbers in `figures`; with
     the `store` and `asset_key`, its data version is the content hash of the tables the asset writes (an
     unchanged rebuild marks nothing downstream stale) and `dagster/row_count` the rows of its main table."""
     from memory_assets.catalog import QUALITY_FIGURES, version_metadata
 
     quality = QUALITY_FIGURES.get(asset_key or "", ())
-    metadata = {**dagster_metadata(report.as_metadata(), tables, paths, quality), **(extra or {})}
+    figures = dict(report.as_metadata())
+    for more in also:
+        figures.update(more.as_metadata())
+    metadata = {**dagster_metadata(figures, tables, paths, quality), **(extra or {})}
     version = None
     if store is not None and asset_key is not None:
         version, counts = version_metadata(store, asset_key)

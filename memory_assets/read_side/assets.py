@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, dagster_metadata, materialize_result
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import GraphStore
 from memory_core.graph.stage import build_graph
@@ -79,7 +79,7 @@ def graph(
         store=store,
         asset_key="graph",
         tables={"counts": Table(limit=60)},
-        extra=dagster_metadata(cached.as_metadata()),
+        also=[cached],
     )
 
 
@@ -134,5 +134,5 @@ def indexes(
         store=store,
         asset_key="indexes",
         tables={"families": Table()},
-        extra=dagster_metadata(cached.as_metadata()),
+        also=[cached],
     )
