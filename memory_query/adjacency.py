@@ -135,5 +135,5 @@ def adjacency_for(reader: CorpusReader) -> Adjacency:
     if adjacency is not None:
         return adjacency
     return reader._cached(
-        "adjacency:tables", reader._sql_stamp("source", "staging"), lambda: table_adjacency(reader)
+        "adjacency:tables", reader.store_stamp("source", "staging"), lambda: table_adjacency(reader)
     )

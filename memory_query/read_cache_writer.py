@@ -48,7 +48,7 @@ def write_table_cache(store) -> ReadCacheReport:
     started, report = time.perf_counter(), ReadCacheReport()
     reader = CorpusReader(store, use_read_cache=False)
     try:
-        source, both = reader._sql_stamp("source"), reader._sql_stamp("source", "staging")
+        source, both = reader.store_stamp("source"), reader.store_stamp("source", "staging")
         table = reader.messages()
         report._saved(store, "messages", source, table.to_arrays(), len(table))
         members = reader.segment_messages()

@@ -131,7 +131,7 @@ class CorpusReader:
             self._cache[key] = (stamp, value)
             return value
 
-    def _sql_stamp(self, *names: str) -> tuple:
+    def store_stamp(self, *names: str) -> tuple:
         """The stores' version stamps (memory_core.store.version): an in-place change is a new stamp."""
         return tuple(self.store.version(n) for n in names)
 
@@ -150,7 +150,7 @@ class CorpusReader:
         return self._cached(key, stamp, build)
 
     def messages(self) -> MessageTable:
-        stamp = self._sql_stamp("source")
+        stamp = self.store_stamp("source")
         return self._cached_or_loaded(
             "messages", "messages", stamp, MessageTable.from_arrays, self._load_messages
         )
@@ -203,7 +203,7 @@ class CorpusReader:
         return {r.message_id: (r.text, r.attributes or {}) for r in rows}
 
     def concepts(self) -> ConceptTable:
-        return self._cached("concepts", self._sql_stamp("source", "staging"), self._load_concepts)
+        return self._cached("concepts", self.store_stamp("source", "staging"), self._load_concepts)
 
     def _load_concepts(self) -> ConceptTable:
         table = self.messages()
@@ -242,7 +242,7 @@ class CorpusReader:
         return ConceptTable(ids, index, rows, evidence)
 
     def topics(self) -> TopicTable:
-        return self._cached("topics", self._sql_stamp("source", "staging"), self._load_topics)
+        return self._cached("topics", self.store_stamp("source", "staging"), self._load_topics)
 
     def _load_topics(self) -> TopicTable:
         from memory_core.store.schema import segments
@@ -279,7 +279,7 @@ class CorpusReader:
         """Claims and FactState versions (`memory_query.facts.FactTable`), loaded once per store version."""
         from memory_query.facts import load_fact_table
 
-        return self._cached("facts", self._sql_stamp("source", "staging"), lambda: load_fact_table(self))
+        return self._cached("facts", self.store_stamp("source", "staging"), lambda: load_fact_table(self))
 
     def speakers(self) -> dict[str, np.ndarray]:
         """A named participant's first name (lower case) → indexes of the messages they wrote. Role-like
@@ -294,11 +294,11 @@ class CorpusReader:
                     by_name.setdefault(words[0], []).append(i)
             return {name: np.asarray(rows, dtype=np.int64) for name, rows in by_name.items()}
 
-        return self._cached("speakers", self._sql_stamp("source"), build)
+        return self._cached("speakers", self.store_stamp("source"), build)
 
     def segment_messages(self) -> Mapping[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""
-        stamp = self._sql_stamp("source", "staging")
+        stamp = self.store_stamp("source", "staging")
         return self._cached_or_loaded(
             "segment_messages", "segments", stamp, SegmentMembers.from_arrays, self._load_segment_messages
         )
@@ -336,7 +336,7 @@ class CorpusReader:
             )
             return lexicon, True
         return self._cached(
-            "lexicon_raw", self._sql_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
+            "lexicon_raw", self.store_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False
 
     def lexicon_alignment(self) -> tuple[np.ndarray, np.ndarray]:

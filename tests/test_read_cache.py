@@ -59,8 +59,8 @@ def garden(home, instance, tmp_path):
 def _fresh_parts(store) -> dict[str, bool]:
     reader = CorpusReader(store)
     stamps = {
-        "messages": reader._sql_stamp("source"),
-        "segments": reader._sql_stamp("source", "staging"),
+        "messages": reader.store_stamp("source"),
+        "segments": reader.store_stamp("source", "staging"),
         "adjacency": graph_stamp(reader),
         "lexicon": _stamp(reader.lexicon_files()),
     }
@@ -161,7 +161,7 @@ def test_a_corrupt_part_is_a_logged_miss(garden, caplog):
     path.write_bytes(b"not a zip file at all")
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memory_query.read_cache"):
-        assert CorpusReader(store).cached_part("messages", CorpusReader(store)._sql_stamp("source")) is None
+        assert CorpusReader(store).cached_part("messages", CorpusReader(store).store_stamp("source")) is None
     assert len([r for r in caplog.records if r.name == "memory_query.read_cache"]) == 1
 
 
