@@ -349,7 +349,7 @@ def test_cli_memory_method_through_the_pipeline(home, tmp_path, monkeypatch):
     report = validate_output(
         out, "longmemeval", ["memory", "memory_flat", "bm25"], {"q_multi", "q_multi_abs"}
     )
-    asked_at = datetime(2023, 5, 30, 23, 40)
+    asked_at = datetime(2023, 5, 30, 23, 59, 59)  # question_date 23:40, asked at the end of its day
     flat = ["topic", "concept", "graph"]
     assert asked == [
         ("eval-longmemeval__q_multi", 50, asked_at, []),
