@@ -102,6 +102,8 @@ def test_an_edit_weakens_staleness_and_breaks_then_the_budget_and_the_worker_rep
         by_action = {r["action"]: r for r in _queue(conn)}
     assert civic_row["status"] == "active" and civic_row["segment_id"] in current
     assert civic_now["trust"] == "stable" and civic_now["support_count"] == 1
+    # reattached: its evidence active again, it gets back the confidence that evidence supports
+    assert civic_now["confidence"] == round(supported_confidence([civic_row], ConceptPolicy()), 4) > 0
     assert (
         cats_now["trust"] == "stable" and cats_now["confidence"] == capped and cats_now["support_count"] == 2
     )

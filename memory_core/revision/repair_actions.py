@@ -101,14 +101,21 @@ class _Context:
         return sorted(live)
 
 
-def _derived(concept: ConceptHypothesis, evidence: list[dict], times: dict[str, datetime], policy) -> dict:
-    """Support, confidence and freshness as the concept's active evidence gives them. Confidence is capped,
-    never raised: the memory loop counted a restatement in a conversation it had already, or an instance of
-    a broader concept, for less than a piece of independent evidence, and the evidence rows do not say which
-    piece was which — the noisy-OR of them all is the most they support, not what the loop gave."""
+def _derived(
+    concept: ConceptHypothesis, evidence: list[dict], times: dict[str, datetime], policy, cap: bool = False
+) -> dict:
+    """Support, confidence and freshness as the concept's active evidence gives them. With `cap` (a rebuild
+    of a concept nothing changed) confidence is capped, never raised: the memory loop counted a restatement
+    in a conversation it had already, or an instance of a broader concept, for less than a piece of
+    independent evidence, and the evidence rows do not say which piece was which — the noisy-OR of them all
+    is the most they support, not what the loop gave. The actions that change the evidence (reattach,
+    merge, split …) take the noisy-OR: a reattached concept gets back what its evidence supports."""
     active = [r for r in evidence if r["status"] == "active"]
     supported = round(supported_confidence(evidence, policy), 4)
-    out: dict = {"support_count": len(active), "confidence": min(concept.confidence, supported)}
+    out: dict = {
+        "support_count": len(active),
+        "confidence": min(concept.confidence, supported) if cap else supported,
+    }
     seen = [times[r["message_id"]] for r in active if r["message_id"] in times]
     if seen:
         out["first_seen"], out["last_seen"] = min(seen), max(seen)
@@ -359,7 +366,7 @@ class RepairWorker:
         concept = concept_from_json(before["concepts"][cid])
         if not concept.live or not evidence:
             return None
-        for k, v in _derived(concept, evidence, self._times(evidence), self.policy).items():
+        for k, v in _derived(concept, evidence, self._times(evidence), self.policy, cap=True).items():
             setattr(concept, k, v)
         after = copy.deepcopy(before)
         self._put(after, cid, concept, evidence)
