@@ -46,8 +46,8 @@ def delete_corpus_data(home: MemoryHome, source: CorpusSource | str) -> None:
     with store.write_lock():
         pass
     dispose_engines()  # no pooled connection may keep writing to a deleted database
+    shutil.rmtree(store.dir, ignore_errors=True)
     if home.url_template:
         failed = drop_server_databases([store.url(s) for s in STORES])
         if failed:
-            raise InputError(f"could not drop database(s) {', '.join(failed)} of corpus {store.name!r}: a session still holds them; try again")  # fmt: skip
-    shutil.rmtree(store.dir, ignore_errors=True)
+            raise InputError(f"could not drop database(s) of corpus {store.name!r}: {'; '.join(failed)}; try again")  # fmt: skip

@@ -123,10 +123,10 @@ def corpus_remove(ctx, name, delete_data) -> None:
 
     home = _home(ctx)
     registered_source(home, name)  # a corpus that is not registered is an error, not a silent success
+    if delete_data:  # first: a drop that fails leaves the corpus registered, so the command can be run again
+        delete_corpus_data(home, name)
     home.unregister(name)
     _runner(home).remove_partition(name)
-    if delete_data:
-        delete_corpus_data(home, name)
     click.echo(f"removed {name}")
 
 

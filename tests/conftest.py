@@ -145,8 +145,9 @@ def _drop_database(conn, name: str) -> None:
 
     from memory_core.store.db import drop_database
 
-    if not drop_database(conn, name):
-        warnings.warn(f"test database {name} could not be dropped", stacklevel=2)
+    why = drop_database(conn, name)
+    if why:
+        warnings.warn(f"test database not dropped: {why}", stacklevel=2)
 
 
 def pytest_collection_modifyitems(config, items):

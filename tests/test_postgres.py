@@ -188,3 +188,21 @@ def test_removing_a_corpus_with_its_data_drops_its_databases(pg_home, tmp_path):
     result = runner.invoke(cli, ["--home", str(pg_home.root), "corpus", "remove", "gone", "--delete-data"])
     assert result.exit_code == 0, result.output
     assert not names & _databases(pg_home, "gone")
+
+
+def test_a_database_that_cannot_be_dropped_says_why_at_once(postgres_url):
+    import time
+
+    from sqlalchemy import create_engine, make_url
+
+    from memory_core.store.db import drop_database
+
+    admin = create_engine(make_url(postgres_url).set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            started = time.monotonic()
+            why = drop_database(conn, "template1")  # a template database: refused for every role
+    finally:
+        admin.dispose()
+    assert why and why.startswith("template1: ") and "in use" not in why
+    assert time.monotonic() - started < 5  # not retried: only "in use" is worth waiting for

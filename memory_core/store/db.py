@@ -388,23 +388,29 @@ def server_database(url: str, create: bool) -> bool:
         maintenance.dispose()
 
 
-def drop_database(conn, name: str, attempts: int = 10) -> bool:
+_IN_USE = "55006"  # Postgres: object_in_use — a session FORCE cannot end still holds the database
+
+
+def drop_database(conn, name: str, attempts: int = 10) -> str | None:
     """DROP DATABASE … WITH (FORCE) on an AUTOCOMMIT connection to the server's maintenance database,
-    retried: FORCE cannot end a superuser's backend (an autovacuum worker), which leaves within moments.
-    Whether it is gone."""
+    retried while the database is in use: FORCE cannot end a superuser's backend (an autovacuum worker),
+    which leaves within moments. None when it is gone, else why not (any other error at once)."""
     quoted = conn.dialect.identifier_preparer.quote_identifier(name)
     for attempt in range(attempts):
         try:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
-            return True
-        except sqlalchemy_exc.DBAPIError:
+            return None
+        except sqlalchemy_exc.DBAPIError as err:
+            code = getattr(err.orig, "sqlstate", None) or getattr(err.orig, "pgcode", None)  # psycopg 3 / 2
+            if code != _IN_USE:
+                return f"{name}: {str(err.orig).strip().splitlines()[0]}"
             time.sleep(0.5 * (attempt + 1))
-    return False
+    return f"{name}: still in use by another session"
 
 
 def drop_server_databases(urls: list[str]) -> list[str]:
     """Drop the Postgres databases `urls` name (a corpus's stores on a server; other servers and SQLite are
-    left to their files); the names that could not be dropped."""
+    left to their files); why each that could not be dropped was not."""
     failed = []
     for url in urls:
         target = make_url(url)
@@ -414,8 +420,9 @@ def drop_server_databases(urls: list[str]) -> list[str]:
         maintenance = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
         try:
             with maintenance.connect() as conn:
-                if not drop_database(conn, target.database):
-                    failed.append(target.database)
+                why = drop_database(conn, target.database)
+                if why:
+                    failed.append(why)
         finally:
             maintenance.dispose()
     return failed
