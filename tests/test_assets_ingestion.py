@@ -12,6 +12,7 @@ from memory_assets.definitions import default_resources, defs
 from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor, register_from_run_tags
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
+from memory_core.store.db import MemoryHome
 from memory_core.store.schema import segments
 from memory_resources.storage import MemoryStorage
 from tests.conftest import write_json
@@ -132,3 +133,11 @@ def test_the_registry_sensor_keeps_the_partitions_equal_to_the_registered_corpor
     # in step: nothing to do
     assert isinstance(_evaluate_registry_sensor(instance, home), dg.SkipReason)
     assert sorted(instance.get_dynamic_partitions(corpus_partitions.name)) == ["dropped", "notes"]
+
+
+def test_the_registry_sensor_removes_nothing_when_it_sees_no_registry(home, instance, tmp_path):
+    # a daemon looking at another (empty) memory home must not take every corpus for a stray
+    instance.add_dynamic_partitions(corpus_partitions.name, ["notes", "lme"])
+    other = MemoryHome.resolve(tmp_path / "elsewhere")
+    assert isinstance(_evaluate_registry_sensor(instance, other), dg.SkipReason)
+    assert sorted(instance.get_dynamic_partitions(corpus_partitions.name)) == ["lme", "notes"]

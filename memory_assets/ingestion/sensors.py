@@ -104,11 +104,17 @@ _UNFINISHED = [
 def corpus_registry_sensor(
     context: dg.SensorEvaluationContext, storage: MemoryStorage
 ) -> dg.SensorResult | dg.SkipReason:
-    registered = registered_corpora(storage.memory_home())
+    # partitions first: `corpus add` registers before it adds the partition, so a corpus added between the
+    # two reads is in the registry read second, never a "stray" of a registry read first
     partitions = set(context.instance.get_dynamic_partitions(corpus_partitions.name))
+    registered = registered_corpora(storage.memory_home())
     missing = sorted(registered - partitions)
+    # an empty registry removes nothing: a daemon looking at another memory home (a DAGSTER_HOME shared by
+    # several) would otherwise take every corpus for a stray
     strays = [
-        key for key in sorted(partitions - registered) if not _has_unfinished_run(context.instance, key)
+        key
+        for key in sorted(partitions - registered)
+        if registered and not _has_unfinished_run(context.instance, key)
     ]
     if not missing and not strays:
         return dg.SkipReason(f"the {len(partitions)} corpus partitions are the registered corpora")
