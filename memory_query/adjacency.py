@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memory_query.read_cache import SortedLookup, prefixed
+from memory_query.read_cache import SortedLookup, decode_part, prefixed
 from memory_query.reader import CorpusReader, _stamp
 
 WALK_LIMIT = 50
@@ -104,7 +104,9 @@ def graph_stamp(reader: CorpusReader) -> tuple:
 def cached_graph_adjacency(reader: CorpusReader) -> Adjacency | None:
     """The graph's walks from the read cache when it is as fresh as the graph file, else None."""
     arrays = reader.cached_part("adjacency", graph_stamp(reader))
-    return Adjacency.from_arrays("graph", arrays) if arrays is not None else None
+    if arrays is None:
+        return None
+    return decode_part("adjacency", arrays, lambda a: Adjacency.from_arrays("graph", a))
 
 
 def graph_loaded(reader: CorpusReader) -> bool:

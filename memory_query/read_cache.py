@@ -118,6 +118,16 @@ def load_part(store, part: str, stamp) -> dict[str, np.ndarray] | None:
         return None
 
 
+def decode_part(part: str, arrays: dict[str, np.ndarray], decode):
+    """`decode(arrays)`, or None with one warning line when the arrays are not what it expects (a file
+    written by another layout of the same format): a cache miss, not a failed query."""
+    try:
+        return decode(arrays)
+    except Exception as exc:
+        log.warning("read cache part %s does not decode (%s: %s); loading from the stores", part, type(exc).__name__, exc)  # fmt: skip
+        return None
+
+
 # ------------------------------------------------------------------------------------------ lookups
 class SortedLookup(Mapping):
     """A read-only mapping over sorted byte keys: key → one string (`indptr` None), or key → a list of

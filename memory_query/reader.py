@@ -145,7 +145,8 @@ class CorpusReader:
 
         def build():
             arrays = self.cached_part(part, stamp)
-            return decode(arrays) if arrays is not None else load()
+            value = read_cache.decode_part(part, arrays, decode) if arrays is not None else None
+            return value if value is not None else load()
 
         return self._cached(key, stamp, build)
 

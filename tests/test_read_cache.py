@@ -165,6 +165,24 @@ def test_a_corrupt_part_is_a_logged_miss(garden, caplog):
     assert len([r for r in caplog.records if r.name == "memory_query.read_cache"]) == 1
 
 
+def test_a_fresh_part_that_does_not_decode_is_a_logged_miss(garden, caplog):
+    corpus, _ = garden
+    store = corpus.store
+    path = part_path(store, "messages")
+    expected = _ranked(CorpusReader(store, use_read_cache=False))
+    with np.load(path, allow_pickle=False) as z:  # another layout, same format and stamp: an array missing
+        kept = {name: z[name] for name in z.files}
+    dropped = next(name for name in kept if name != "meta")
+    del kept[dropped]
+    with path.open("wb") as fp:
+        np.savez(fp, **kept)
+    assert _fresh_parts(store)["messages"] is True
+    with caplog.at_level(logging.WARNING, logger="memory_query.read_cache"):
+        assert _ranked(CorpusReader(store)) == expected
+    warnings = [r.getMessage() for r in caplog.records if r.name == "memory_query.read_cache"]
+    assert len(warnings) == 1 and "does not decode" in warnings[0]
+
+
 def test_reading_a_corpus_without_a_cache_creates_none(home, tmp_path):
     corpus = build_small_corpus(home, tmp_path, name="plain")
     reader = CorpusReader(home.corpus("plain", readonly=True))
