@@ -103,7 +103,8 @@ class IndexesConfig(dg.Config):
     description="FAISS indexes over topics, concepts, segments and messages with their id maps (exact below a "
     "measured size threshold, HNSW from it on; each swapped in atomically; unchanged items are not re-embedded), "
     "and the BM25 lexical indexes over messages in context, conversations and concepts; then the read cache of the "
-    "message table and segment map (indexes/read_cache, stamped with the store versions) a cold query maps.",
+    "message table, segment map and lexical indexes as arrays (indexes/read_cache, stamped with what each was "
+    "derived from) a cold query loads.",
 )
 def indexes(
     context: dg.AssetExecutionContext,
