@@ -10,8 +10,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from memory_core.store.db import file_stamps
 from memory_query.read_cache import SortedLookup, decode_part, prefixed
-from memory_query.reader import CorpusReader, _stamp
+from memory_query.reader import CorpusReader
 
 WALK_LIMIT = 50
 
@@ -98,7 +99,7 @@ def graph_stamp(reader: CorpusReader) -> tuple:
     """The embedded graph file's stamp: what the graph's walks (and their read-cache part) derive from."""
     from memory_core.graph import embedded_graph_path
 
-    return _stamp([embedded_graph_path(reader.store)])
+    return file_stamps([embedded_graph_path(reader.store)])
 
 
 def cached_graph_adjacency(reader: CorpusReader) -> Adjacency | None:
@@ -117,11 +118,11 @@ def graph_loaded(reader: CorpusReader) -> bool:
     def probe() -> bool:
         adjacency = cached_graph_adjacency(reader)
         if adjacency is not None:
-            reader._cached("adjacency:graph", stamp, lambda: adjacency)
+            reader.memo("adjacency:graph", stamp, lambda: adjacency)
             return True
         return reader.graph() is not None
 
-    return reader._cached("graph_loaded", stamp, probe)
+    return reader.memo("graph_loaded", stamp, probe)
 
 
 def adjacency_for(reader: CorpusReader) -> Adjacency:
@@ -131,11 +132,9 @@ def adjacency_for(reader: CorpusReader) -> Adjacency:
         graph = reader.graph()
         return graph_adjacency(graph) if graph is not None else None
 
-    adjacency = reader._cached(
-        "adjacency:graph", stamp, lambda: cached_graph_adjacency(reader) or from_graph()
-    )
+    adjacency = reader.memo("adjacency:graph", stamp, lambda: cached_graph_adjacency(reader) or from_graph())
     if adjacency is not None:
         return adjacency
-    return reader._cached(
+    return reader.memo(
         "adjacency:tables", reader.store_stamp("source", "staging"), lambda: table_adjacency(reader)
     )

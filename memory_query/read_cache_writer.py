@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass, field
 
 from memory_core.reports import Figures
+from memory_core.store.db import file_stamps
 from memory_query.adjacency import graph_adjacency, graph_stamp
 from memory_query.read_cache import SegmentMembers, encode_lexicon, part_path, save_part
-from memory_query.reader import CorpusReader, _stamp
+from memory_query.reader import CorpusReader
 
 
 @dataclass
@@ -55,7 +56,7 @@ def write_table_cache(store) -> ReadCacheReport:
         report._saved(store, "segments", both, SegmentMembers.encode(members), len(members))
         files = reader.lexicon_files()
         if all(f.exists() for f in files):
-            lexical_stamp = _stamp(files)
+            lexical_stamp = file_stamps(files)
             lexicon, _ = reader.lexicon()
             docs = lexicon.messages.n_docs + lexicon.conversations.n_docs + lexicon.concepts.n_docs
             report._saved(store, "lexicon", lexical_stamp, encode_lexicon(lexicon), docs)

@@ -98,10 +98,6 @@ class TopicTable:
     links: list[list[tuple[int, float]]]  # (concept index, weight 0-100) per topic
 
 
-def _stamp(paths: list[Path]) -> tuple:
-    return file_stamps(paths)
-
-
 class CorpusReader:
     """`use_read_cache`: take the message table, segment map, lexical indexes and graph walks from the
     pipeline's read cache when it is as fresh as their sources (False: always from the stores and index files,
@@ -122,7 +118,8 @@ class CorpusReader:
             self._cache.clear()
 
     # -------------------------------------------------------------------------------- freshness
-    def _cached(self, key: str, stamp: tuple, build):
+    def memo(self, key: str, stamp: tuple, build):
+        """`build()` once per `stamp` of `key` (a later stamp builds again)."""
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and hit[0] == stamp:
@@ -148,7 +145,7 @@ class CorpusReader:
             value = read_cache.decode_part(part, arrays, decode) if arrays is not None else None
             return value if value is not None else load()
 
-        return self._cached(key, stamp, build)
+        return self.memo(key, stamp, build)
 
     def messages(self) -> MessageTable:
         stamp = self.store_stamp("source")
@@ -204,7 +201,7 @@ class CorpusReader:
         return {r.message_id: (r.text, r.attributes or {}) for r in rows}
 
     def concepts(self) -> ConceptTable:
-        return self._cached("concepts", self.store_stamp("source", "staging"), self._load_concepts)
+        return self.memo("concepts", self.store_stamp("source", "staging"), self._load_concepts)
 
     def _load_concepts(self) -> ConceptTable:
         table = self.messages()
@@ -243,7 +240,7 @@ class CorpusReader:
         return ConceptTable(ids, index, rows, evidence)
 
     def topics(self) -> TopicTable:
-        return self._cached("topics", self.store_stamp("source", "staging"), self._load_topics)
+        return self.memo("topics", self.store_stamp("source", "staging"), self._load_topics)
 
     def _load_topics(self) -> TopicTable:
         from memory_core.store.schema import segments
@@ -280,7 +277,7 @@ class CorpusReader:
         """Claims and FactState versions (`memory_query.facts.FactTable`), loaded once per store version."""
         from memory_query.facts import load_fact_table
 
-        return self._cached("facts", self.store_stamp("source", "staging"), lambda: load_fact_table(self))
+        return self.memo("facts", self.store_stamp("source", "staging"), lambda: load_fact_table(self))
 
     def speakers(self) -> dict[str, np.ndarray]:
         """A named participant's first name (lower case) → indexes of the messages they wrote. Role-like
@@ -295,7 +292,7 @@ class CorpusReader:
                     by_name.setdefault(words[0], []).append(i)
             return {name: np.asarray(rows, dtype=np.int64) for name, rows in by_name.items()}
 
-        return self._cached("speakers", self.store_stamp("source"), build)
+        return self.memo("speakers", self.store_stamp("source"), build)
 
     def segment_messages(self) -> Mapping[str, list[int]]:
         """Current segment id → message indexes (for the segment vector index)."""
@@ -331,12 +328,12 @@ class CorpusReader:
             lexicon = self._cached_or_loaded(
                 "lexicon",
                 "lexicon",
-                _stamp(files),
+                file_stamps(files),
                 read_cache.decode_lexicon,
                 lambda: CorpusLexicon.load(folder),
             )
             return lexicon, True
-        return self._cached(
+        return self.memo(
             "lexicon_raw", self.store_stamp("source", "staging"), lambda: build_corpus_lexicon(self.store)
         ), False
 
@@ -358,7 +355,7 @@ class CorpusReader:
             )
             return docs, convs
 
-        return self._cached("lexicon_alignment", (id(lexicon), id(table)), build)
+        return self.memo("lexicon_alignment", (id(lexicon), id(table)), build)
 
     def vectors(self, family: str) -> FaissIndex | None:
         path = family_path(self.store, family)
@@ -366,7 +363,7 @@ class CorpusReader:
             return None
         stamp = (str(path.resolve()),)
         # mapped: a reader only searches, and a build swaps in a new file (a mapped old one stays valid)
-        return self._cached(
+        return self.memo(
             f"vectors:{family}", stamp, lambda: open_family_index(self.store, family, mapped=True)
         )
 
@@ -401,7 +398,7 @@ class CorpusReader:
             counts = graph.counts()
             return graph if counts.total_nodes else None
 
-        return self._cached("graph", _stamp([path]), build)
+        return self.memo("graph", file_stamps([path]), build)
 
 
 def embedder_for_index(index: FaissIndex) -> Embedder:

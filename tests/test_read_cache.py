@@ -16,10 +16,11 @@ from sqlalchemy import insert, select, update
 from memory_assets.definitions import defs
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import embedded_graph_path
+from memory_core.store.db import file_stamps
 from memory_core.store.schema import messages, segments
 from memory_query.adjacency import adjacency_for, graph_loaded, graph_stamp
 from memory_query.read_cache import PARTS, SegmentMembers, SortedLookup, part_path, read_cache_dir
-from memory_query.reader import CorpusReader, _stamp
+from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
 from memory_resources.embeddings import EmbeddingsResource
 from tests.conftest import stage_resources
@@ -62,7 +63,7 @@ def _fresh_parts(store) -> dict[str, bool]:
         "messages": reader.store_stamp("source"),
         "segments": reader.store_stamp("source", "staging"),
         "adjacency": graph_stamp(reader),
-        "lexicon": _stamp(reader.lexicon_files()),
+        "lexicon": file_stamps(reader.lexicon_files()),
     }
     return {part: reader.cached_part(part, stamps[part]) is not None for part in PARTS}
 
