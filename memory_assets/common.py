@@ -81,7 +81,8 @@ def dagster_metadata(
         else:
             out[key] = value
     if unplotted:
-        assert FIGURES_KEY not in out, f"a report figure is named {FIGURES_KEY!r}"
+        if FIGURES_KEY in out:  # a report's own figure of that name would be overwritten
+            raise ValueError(f"a report figure is named {FIGURES_KEY!r}")
         out[FIGURES_KEY] = dg.MetadataValue.json(unplotted)
     return out
 

@@ -80,10 +80,6 @@ class Decisions:
         }
 
 
-def gold_turns(question: Question) -> frozenset[str]:
-    return question.relevant_turns
-
-
 def decide(
     store: CorpusStore, question: Question, driver: OfflineDriver, pool: ReaderPool
 ) -> tuple[bool, bool]:
@@ -91,7 +87,7 @@ def decide(
     answer = ask(question.question, store, as_of=question.as_of, driver=driver, pool=pool, trace=False)
     cited = [e.message_id for e in answer.evidence if e.citation in answer.answer]
     turns = benchmark_ids(store, cited, "locomo", k=len(cited)).ranked_turns if cited else []
-    return answer.abstained, bool(set(turns) & gold_turns(question))
+    return answer.abstained, bool(set(turns) & question.relevant_turns)
 
 
 def measure(

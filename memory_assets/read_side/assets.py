@@ -6,6 +6,7 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import Field
 
+from memory_assets.catalog import DERIVED
 from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
 from memory_core.graph import GraphStore
@@ -20,17 +21,10 @@ from memory_resources.graph import GraphResource
 from memory_resources.storage import MemoryStorage
 from memory_resources.vector_index import VectorIndexResource
 
-# the stages whose tables the graph loads; a stage not built yet simply has empty tables
-GRAPH_SOURCES = [
-    "messages",
-    "segments",
-    "canonical_concepts",
-    "topics",
-    "weighted_links",
-    "domains",
-    "repairs",
-]
-INDEX_SOURCES = ["messages", "segments", "canonical_concepts", "topics", "repairs"]
+# the stages whose tables the graph and the indexes load (the catalog hashes the same tables for their data
+# versions), and `repairs`, which runs last and may rewrite concepts; a stage not built yet has empty tables
+GRAPH_SOURCES = [*DERIVED["graph"], "repairs"]
+INDEX_SOURCES = [*DERIVED["indexes"], "repairs"]
 # `graph` and `indexes` are siblings a multiprocess run may start together: the second waits for the
 # corpus lock instead of failing
 LOCK_WAIT_S = 3600.0

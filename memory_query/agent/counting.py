@@ -124,9 +124,10 @@ def counted_items(plan: Plan, evidence: list[Evidence], threshold: float) -> lis
     counted = (wanted - context) or wanted
     # of a counted noun ("model kits") its head must be held, or the question's verb ("bought"): a
     # "prediction model" is no model kit
-    noun = content_tokens(counted_noun(plan.question))
+    what = counted_noun(plan.question)
+    noun = content_tokens(what)
     required = (set(noun[-1:]) | (counted - set(noun))) or counted
-    places = counts_places(counted_noun(plan.question))
+    places = counts_places(what)
     window = plan.time_range
     pool = [e for e in evidence if window is None or window.contains(e.created_at)]
     if _FIRST_PERSON.search(plan.question) and any(e.role == "user" for e in pool):
