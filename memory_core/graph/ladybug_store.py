@@ -70,6 +70,23 @@ _READ_POOL = 256 * 1024 * 1024
 _WRITE_POOL = 1024 * 1024 * 1024
 
 
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or the name unknown
+        return None
+
+
+def buffer_pool(data_bytes: int, floor: int) -> int:
+    """The buffer pool for a database holding about `data_bytes`: `floor`, or as large as the data where
+    that is more, at most a quarter of the machine's memory. A fixed 256 MiB reader could not stream one edge
+    type of a 1M-message graph (780 MB file: CONTAINS_MESSAGE, 1.02M edges, needed ~0.5 GB); a small
+    corpus's reader stays at the floor, so a process holding many corpora open stays small."""
+    memory = _physical_memory()
+    cap = max(floor, memory // 4) if memory else floor
+    return max(floor, min(int(data_bytes), cap))
+
+
 def _columns(props: tuple[Prop, ...]) -> str:
     return "".join(f", {q(p.name)} {_TYPES[p.type]}" for p in props)
 
@@ -179,7 +196,10 @@ class LadybugGraphStore(GraphStore):
         if self._conn is None or identity != self._opened:
             self._close_reader()
             self._db = ladybug.Database(
-                str(self.path), read_only=True, buffer_pool_size=_READ_POOL, max_db_size=_MAX_DB_SIZE
+                str(self.path),
+                read_only=True,
+                buffer_pool_size=buffer_pool(st.st_size, _READ_POOL),
+                max_db_size=_MAX_DB_SIZE,
             )
             self._conn = ladybug.Connection(self._db)
             self._opened = identity
@@ -247,7 +267,10 @@ class LadybugGraphStore(GraphStore):
                     [[r["src"], r["dst"], *(r[p.name] for p in et.props)] for r in rows],
                 )
             files = spool.close()
-            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL, max_db_size=_MAX_DB_SIZE)
+            spooled = sum(path.stat().st_size for path in files.values())
+            db = ladybug.Database(
+                str(temp), buffer_pool_size=buffer_pool(spooled, _WRITE_POOL), max_db_size=_MAX_DB_SIZE
+            )
             conn = ladybug.Connection(db)
             try:
                 for stmt in schema_ddl():
@@ -277,7 +300,11 @@ class LadybugGraphStore(GraphStore):
         try:
             if self.path.exists():
                 shutil.copyfile(self.path, temp)
-            db = ladybug.Database(str(temp), buffer_pool_size=_WRITE_POOL, max_db_size=_MAX_DB_SIZE)
+            db = ladybug.Database(
+                str(temp),
+                buffer_pool_size=buffer_pool(temp.stat().st_size if temp.exists() else 0, _WRITE_POOL),
+                max_db_size=_MAX_DB_SIZE,
+            )
             conn = ladybug.Connection(db)
             try:
                 if not self.path.exists():
@@ -424,15 +451,30 @@ class LadybugGraphStore(GraphStore):
         return GraphCounts(nodes, edges)
 
     def iter_edges(self, edge_type_name: str) -> Iterator[tuple[str, str, str, str, dict]]:
+        """Every edge of the type, one (source label, target label) pair of its schema at a time, its
+        properties as columns: a pattern with unlabelled ends scans every node table, and returning the
+        whole edge struct holds more — at 1M messages either ran out of the reader's buffer pool (NEXT,
+        960k edges), the labelled columns stream in it."""
         et = edge_type(edge_type_name)
+        names = [p.name for p in et.props]
+        columns = "".join(f", e.{q(n)}" for n in names)
         with self._lock:
             conn = self._reader()
             if conn is None:
                 return
-            result = conn.execute(f"MATCH (a)-[e:{q(et.type)}]->(b) RETURN label(a), a.id, label(b), b.id, e")
-            while result.has_next():
-                src_label, src, dst_label, dst, edge = result.get_next()
-                yield src_label, src, dst_label, dst, read_props(edge, et.props)
+            for src_label, dst_label in et.endpoints:
+                result = conn.execute(
+                    f"MATCH (a:{q(src_label)})-[e:{q(et.type)}]->(b:{q(dst_label)}) RETURN a.id, b.id{columns}"
+                )
+                while result.has_next():
+                    src, dst, *values = result.get_next()
+                    yield (
+                        src_label,
+                        src,
+                        dst_label,
+                        dst,
+                        read_props(dict(zip(names, values, strict=True)), et.props),
+                    )
 
     def fact_states(
         self,
