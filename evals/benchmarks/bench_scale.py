@@ -5,6 +5,7 @@ for each N in `--sizes` (default 10k and 100k; 1M when asked), each size built i
 peak RSS is its own.
 
     nice -n 10 python -m evals.benchmarks.bench_scale --sizes 10000,100000 [--queries 200] [--keep DIR]
+    nice -n 10 python -m evals.benchmarks.bench_scale --sizes 100000,1000000 --read-side   # no concepts
 
 Per size: wall seconds per stage (the run's step times), peak RSS of the build process, query p50/p95 over
 a warm reader pool, and per stage the growth exponent between consecutive sizes (log(t2/t1)/log(n2/n1):
@@ -28,6 +29,9 @@ from pathlib import Path
 from evals.benchmarks.common import peak_rss_mib, print_table
 
 STAGES = ["messages", "segments", "mentions", "user_reactions", "canonical_concepts", "graph", "indexes"]
+# `--read-side`: what a query reads of a corpus without concepts — 1M messages through these fit a session on
+# two cores, where offline extraction and consolidation at 1M would take hours
+READ_SIDE = ["messages", "segments", "graph", "indexes"]
 # the steps of those assets (the extraction op writes `mentions` and `user_reactions`); the rest are checks
 STEPS = ["messages", "segments", "extraction", "canonical_concepts", "graph", "indexes"]
 
@@ -115,7 +119,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def build_and_measure(root: Path, n: int, queries: int) -> dict:
+def build_and_measure(root: Path, n: int, queries: int, stages: list[str] = STAGES) -> dict:
     """In a process of its own: generate, build, query; the figures of this size."""
     import dagster as dg
 
@@ -136,7 +140,7 @@ def build_and_measure(root: Path, n: int, queries: int) -> dict:
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
         runner = CorpusRunner(home, instance, resources={"embeddings": hashing})
         runner.register(plan_corpora("scale", export, "chatgpt"))
-        run = runner.materialize("scale", STAGES, progress=sys.stderr)
+        run = runner.materialize("scale", stages, progress=sys.stderr)
         steps = run.step_seconds()
     build_rss = peak_rss_mib()
     rng = random.Random(5)
@@ -231,19 +235,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one size in this process
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM throughput measurement")
+    ap.add_argument(
+        "--read-side", action="store_true", help=f"build only {', '.join(READ_SIDE)} (no concepts)"
+    )
     args = ap.parse_args(argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    stages, tag = (READ_SIDE, "-read-side") if args.read_side else (STAGES, "")
     if args.one:
-        result = build_and_measure(root / f"n{args.one}", args.one, args.queries)
+        result = build_and_measure(root / f"n{args.one}{tag}", args.one, args.queries, stages)
         args.out.write_text(json.dumps(result), encoding="utf-8")
         return 0
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
-        out = root / f"result-{n}.json"
+        out = root / f"result-{n}{tag}.json"
         if args.keep and out.exists():  # built by an earlier invocation on this folder: reuse its figures
             results.append(json.loads(out.read_text()))
             continue
         command = [sys.executable, "-m", "evals.benchmarks.bench_scale", "--one", str(n), "--out", str(out)]
+        command += ["--read-side"] if args.read_side else []
         subprocess.run([*command, "--queries", str(args.queries), "--keep", str(root)], check=True)
         results.append(json.loads(out.read_text()))
         print(json.dumps(results[-1]), file=sys.stderr)
