@@ -13,8 +13,9 @@ paths of one phase see each other only through what they leave on the state, in 
   a stray match), **dense_message** / **dense_segment** (nearest messages and segments, vector indexes),
   **topic** (the question's nearest topics: their segments' messages, and their RELATED_TO concepts routed
   to the concept path), **concept** (concepts by their "{title}: {description}" vectors and by BM25 over
-  titles, descriptions, aliases and the words of their evidence messages, plus those routed from topics;
-  their EVIDENCE_FOR messages weighted by evidence confidence);
+  titles, descriptions, aliases and the words of their evidence messages, plus those routed from topics,
+  lent more when their type is one the question's wording asks for (`question_types`); their EVIDENCE_FOR
+  messages weighted by evidence confidence);
 - LIFT — **speaker**: messages written by a participant the question names, only where a MATCH path found
   something (naming someone must not return everything they wrote);
 - CONTEXT — **graph**: NEXT/PREVIOUS around the strongest fused messages lend them part of their score
@@ -37,6 +38,7 @@ from memory_query.adjacency import graph_loaded
 from memory_query.evidence import TopicHit
 from memory_query.facts import current_fact_lift, facts_built
 from memory_query.fusion import as_is, max_scaled, pool_scaled, strongest
+from memory_query.question_types import asked_concept_types
 from memory_query.reader import NAME_WORD, CorpusReader
 from memory_query.state import ConceptMatch, QueryState
 
@@ -147,9 +149,17 @@ def _concept_scores(state: QueryState) -> np.ndarray:
     return score
 
 
+def _asked_type_factor(state: QueryState) -> np.ndarray | float:
+    """Per concept: 1 + `concept_type_boost` when its type is one the question asks about, else 1."""
+    boost, asked = state.settings.concept_type_boost, asked_concept_types(state.question)
+    if boost <= 0 or not asked:
+        return 1.0
+    return 1.0 + boost * np.isin(state.concepts.types, list(asked))
+
+
 def concept(state: QueryState) -> np.ndarray:
     out = state.zeros()
-    score = _concept_scores(state)
+    score = _concept_scores(state) * _asked_type_factor(state)
     top = [int(i) for i in np.argsort(-score)[: state.settings.concepts_used] if score[i] > 0]
     concept_ids, index, visible = state.concepts.ids, state.table.index, state.visible
     evidence: dict[int, list[str]] = {}

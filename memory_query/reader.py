@@ -11,6 +11,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,11 @@ class ConceptTable:
     rows: list[dict]
     # evidence per concept: [(message index, confidence, span_start, span_end)]
     evidence: list[list[tuple[int, float, int, int]]]
+
+    @cached_property
+    def types(self) -> np.ndarray:
+        """Each concept's type, as an array (the concept path compares it with the question's asked types)."""
+        return np.asarray([r["type"] for r in self.rows], dtype=str)
 
 
 @dataclass

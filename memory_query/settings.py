@@ -44,6 +44,9 @@ class RetrievalSettings:
     # graph synthesis: the message after a question among the strongest ones (its answer) gets this multiple
     # of the question's share (its other neighbour in time the plain share)
     answer_share: float = 2.0
+    # typed entry: a concept of a type the question asks about ("When did …" → event) scores (1 + this)
+    # times as much; chosen on LoCoMo conv-26 (tune), see `memory_query.question_types`
+    concept_type_boost: float = 1.0
 
     def __post_init__(self) -> None:
         _check_names([*self.weights, *self.off])

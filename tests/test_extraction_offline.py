@@ -136,6 +136,20 @@ def test_first_person_statements_become_typed_facts_with_restated_descriptions()
     assert ("entity", "Caroline") not in found and ("entity", "Melanie") not in found
 
 
+def test_the_speaker_chat_leaves_implicit_is_the_fact_s_subject():
+    found = extract(
+        view("Thanks! Got the tattoo a few years ago, it stands for freedom.", author="Gina"),
+        view("Improving education and infrastructure is particularly interesting to me.", ref="m2", author="John"),
+        fmt="locomo",
+        speakers=("Gina", "John"),
+    )
+    tattoo = found[("event", "Got the tattoo a few years ago, it stands for freedom")]
+    assert tattoo.title == "Gina got the tattoo"
+    assert tattoo.description.startswith("Gina got the tattoo a few years ago")
+    interest = found[("belief", "Improving education and infrastructure is particularly interesting to me")]
+    assert interest.title == "John finds improving education and infrastructure particularly interesting"
+
+
 def concepts_of(text: str, author: str = "user", fmt: str = "chatgpt", speakers=()) -> set[tuple[str, str]]:
     """(type, evidence) of the teacher's candidates for one message that would become concepts (mapped by the
     Semantic Mapper and passing the title contract the memory loop screens with)."""
@@ -178,6 +192,16 @@ def concepts_of(text: str, author: str = "user", fmt: str = "chatgpt", speakers=
         ("Kids are so resilient.", set()),
         ("I had a great time.", set()),
         ("I chose them because they were cheap.", set()),
+        # chat leaves the speaker implicit: a sentence opening on a past verb, a thing that matters to them
+        ("Got the tattoo a few years ago, it stands for freedom.", {("event", "Got the tattoo a few years ago, it stands for freedom")}),
+        ("Just went hiking with my brother in the Alps.", {("entity", "Alps"), ("event", "Just went hiking with my brother in the Alps")}),
+        ("Improving education and infrastructure is particularly interesting to me.", {("belief", "Improving education and infrastructure is particularly interesting to me")}),
+        ("Dancing makes me so happy.", {("belief", "Dancing makes me so happy")}),
+        # ... but not a pronoun, a reply or a feeling alone
+        ("It makes me so happy.", set()),
+        ("Got any paintings to show?", set()),
+        ("That is so important to me.", set()),
+        ("Sounds great, see you then.", set()),
     ],
 )  # fmt: skip
 def test_type_rules(text, expected):

@@ -277,3 +277,53 @@ def test_a_concepts_lexical_document_holds_its_evidence_words(home, tmp_path):
     scores = dict(zip(concepts.ids, concepts.scores(tokenize("digging")), strict=True))
     # "Max is Dana's dog." says nothing of digging; the message it was read in does
     assert scores[max_id] > 0 and "dig" not in tokenize("Max is Dana's dog.")
+
+
+def _dana_in_porto(home, tmp_path):
+    """A goal and an event about the same place, one month apart, built by the offline teacher and loop."""
+    from memory_core.embeddings import HashingEmbedder
+    from memory_core.extraction.offline_teacher import OfflineTeacher
+    from memory_core.extraction.stage import extract_corpus
+    from memory_core.ingest.loader import ingest_file
+    from memory_core.memory_loop.loop import LoopConfig, consolidate
+    from memory_core.segments import build_segments
+    from tests.conftest import write_jsonl
+
+    rows = [
+        ("m1", "c1", "Dana", "I want to visit Porto again next year.", "2024-03-01T10:00:00Z"),
+        ("m2", "c1", "Assistant", "That would be a great trip, Dana.", "2024-03-01T10:00:05Z"),
+        ("m3", "c2", "Dana", "I visited Porto last weekend with my sister.", "2024-05-10T10:00:00Z"),
+        ("m4", "c2", "Assistant", "Sounds lovely!", "2024-05-10T10:00:05Z"),
+    ]
+    records = [
+        {"id": i, "conversation_id": c, "role": "user" if who == "Dana" else "assistant", "author": who,
+         "text": text, "created_at": at}
+        for i, c, who, text, at in rows
+    ]  # fmt: skip
+    store = home.corpus("dana")
+    ingest_file(store, write_jsonl(tmp_path / "dana.jsonl", records), "jsonl")
+    build_segments(store)
+    extract_corpus(store, OfflineTeacher())
+    consolidate(store, HashingEmbedder(), LoopConfig())
+    return store
+
+
+def test_the_concept_type_a_question_asks_for_routes_it(home, tmp_path):
+    from memory_core.ontology.concepts import CONCEPT_TYPES
+    from memory_query.question_types import _CUES, asked_concept_types
+
+    assert all(types <= set(CONCEPT_TYPES) for _, types in _CUES)  # a misspelt type would be a dead cue
+    assert asked_concept_types("When did Caroline go to the LGBTQ support group?") == {"event"}
+    assert asked_concept_types("What career path has Caroline decided to pursue?") == {"goal"}
+    assert "belief" in asked_concept_types("What does Melanie think about pottery?")
+    assert asked_concept_types("Where did Dana put the keys?") == frozenset()
+
+    store = _dana_in_porto(home, tmp_path)
+    question = "When did Dana visit Porto?"  # both concepts share its words; "when" asks for the event
+    typed = query_memory(question, store, k=2).items
+    assert [i.source_ref for i in typed] == ["m3", "m1"]
+    assert typed[0].channel_scores["concept"] == 1.0 > typed[1].channel_scores["concept"]
+    untyped = query_memory(question, store, k=2, settings=RetrievalSettings(concept_type_boost=0.0)).items
+    assert untyped[0].source_ref == "m1"  # the shorter goal statement matches the words better
+    wants = query_memory("What does Dana want to do in Porto?", store, k=1).items
+    assert wants[0].source_ref == "m1"

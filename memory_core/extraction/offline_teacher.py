@@ -51,8 +51,9 @@ from memory_core.ontology.titles import fact_title
 from memory_core.revision.slot_rules import offline_claims
 
 _GENERIC_DEFINITION = ", mentioned by "
-RULES_VERSION = "offline/v4"  # v3: precision first (a fact needs a subject), type rules, whole titles;
-# v4: a shared image is an event only where a sentence presents it
+RULES_VERSION = "offline/v5"  # v3: precision first (a fact needs a subject), type rules, whole titles;
+# v4: a shared image is an event only where a sentence presents it; v5: the speaker chat leaves implicit
+# ("Got the tattoo …", "X is important to me")
 
 # courtesy toward the listener, not a fact about the speaker
 _PHATIC = re.compile(
@@ -117,6 +118,60 @@ _WORKS_ON = re.compile(
     r"designing|coding|working on|starting|launching|opening|recording)\b"
 )
 # a thing shown to the listener: "Here's a photo of my horse painting", "This is our latest work"
+# a sentence that drops its "I", as chat does ("Got the tattoo a few years ago", "Just went hiking")
+_ELLIPTIC_LEAD = {"just", "finally", "recently", "also", "actually", "then"}
+_ELLIPTIC_PAST = set(
+    "got went took started finished made bought visited tried joined signed moved met saw ran painted picked "
+    "found adopted passed won booked watched baked cooked spent had did learned built hiked climbed attended "
+    "volunteered celebrated played wrote drew opened launched quit lost migrated deployed fixed switched "
+    "upgraded installed shipped released rewrote refactored".split()
+)
+# what matters to the speaker, said of the thing: "Improving education is particularly interesting to me",
+# "Dancing makes me so happy" — the speaker's belief, restated as one ("I find …")
+_MATTERS_TO_ME = re.compile(
+    r"^(?P<what>.+?)\s+(?:is|are|was|were|has been|have been)\s+(?P<how>(?:\w+\s+)?(?:important|interesting|"
+    r"special|meaningful|precious|dear|inspiring|everything))\s+(?:to|for)\s+me\b",
+    re.IGNORECASE,
+)
+_MAKES_ME = re.compile(
+    r"^(?P<what>.+?)\s+(?:makes|made)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|very\s+)?(?:happy|calm|joyful|alive|"
+    r"free|proud|grateful|relaxed|peaceful|invincible|good|great|motivated|inspired)\b",
+    re.IGNORECASE,
+)
+_PRONOUN_THING = {"it", "this", "that", "these", "those", "which", "they", "he", "she", "you", "everything"}
+
+
+def _said_by_speaker(clause: str, ws: list[str], connector: str) -> str | None:
+    """The clause restated with the speaker as its subject when chat leaves the speaker implicit: a
+    sentence opening on a past verb ("Got the tattoo …" → "I got the tattoo …"), or a thing said to matter
+    to the speaker ("X is important to me" → "I find X important", "X makes me happy" → "I find X makes me
+    happy"); None when the clause has a subject of its own."""
+    lead = 1 if ws and ws[0] in _ELLIPTIC_LEAD else 0
+    if connector == "" and len(ws) > lead + 1 and ws[lead] in _ELLIPTIC_PAST:
+        return f"I {clause[:1].lower()}{clause[1:]}"
+    text = norm_apostrophes(clause)
+    matters = _MATTERS_TO_ME.match(text)
+    if (
+        matters
+        and words_of(matters.group("what"))[:1]
+        and words_of(matters.group("what"))[0] not in _PRONOUN_THING
+    ):
+        return f"I find {_mid_sentence(matters.group('what'))} {matters.group('how')}"
+    makes = _MAKES_ME.match(text)
+    if makes and words_of(makes.group("what"))[:1] and words_of(makes.group("what"))[0] not in _PRONOUN_THING:
+        return f"I find {_mid_sentence(text[: makes.end()])}"
+    return None
+
+
+def _mid_sentence(phrase: str) -> str:
+    """A sentence's opening phrase moved inside another: its first word lower-cased unless it is a name."""
+    first = phrase.split(" ", 1)[0]
+    common = first.lower() in {"the", "a", "an", "my", "our", "being", "having"} or first.lower().endswith(
+        "ing"
+    )
+    return f"{phrase[:1].lower()}{phrase[1:]}" if common else phrase
+
+
 _SHOWN = re.compile(
     r"^(?:here(?:'s| is| are)|this is|these are|check out|look at)\s+(?:(?:a|the|some|another)\s+)?"
     r"(?:(?P<photo>(?:photo|pic|picture|snap|shot|video|sketch|drawing)s?)\s+(?:of|from)\s+)?(?P<what>.{3,})$",
@@ -280,7 +335,10 @@ class OfflineTeacher(Teacher):
             sentence = m.text[s:e]
             first = words_of(sentence[:40])[:1]
             if sentence.rstrip().endswith("?") and (
-                not first or first[0] in _QUESTION_START or "you" in words_of(sentence)[:3]
+                not first
+                or first[0] in _QUESTION_START
+                or first[0] in _ELLIPTIC_PAST  # "Got any paintings to show?": asked, not told
+                or "you" in words_of(sentence)[:3]
             ):
                 continue
             if _UNMARKED_QUESTION.match(norm_apostrophes(sentence)):
@@ -334,6 +392,8 @@ class OfflineTeacher(Teacher):
             return None  # about or to the listener ("Have faith in yourself"): not the speaker's fact
         if connector == "and" and ws[0] not in FIRST_PERSON and _is_past(ws[0]) and speaks_of_self:
             clause = f"I {clause}"  # "... and met a designer named Sofia": the same subject goes on
+        else:
+            clause = _said_by_speaker(clause, ws, connector) or clause
         shown = _SHOWN.match(norm_apostrophes(clause))
         if (
             shown
