@@ -529,3 +529,20 @@ def test_many_embedded_graphs_open_in_one_process(corpus):
     finally:
         for g in opened:
             g.close()
+
+
+def test_embedded_load_reads_a_quoted_field_that_comes_late_in_its_file(tmp_path):
+    """The CSV dialect is given, not detected: a file whose first thousands of rows quote nothing (a 10k
+    corpus's EVIDENCE_FOR spans) once had its first quoted text with a comma split into two columns."""
+    plain = [{"id": f"m{i}", "text": f"plain text {i}"} for i in range(3000)]
+    late = [{"id": "late", "text": 'I really love sailing on weekends, it keeps me "sane"'}]
+    rows = [
+        {"conversation_id": "c", "role": "user", "author": "u", "created_at": T0, "position": i,
+         "source_ref": r["id"], **r}
+        for i, r in enumerate(plain + late)
+    ]  # fmt: skip
+    store = LadybugGraphStore(tmp_path / "g.lbdb")
+    store.load([NodeBatch("Message", rows)], [])
+    assert store.node("Message", "late").props["text"] == late[0]["text"]
+    assert store.counts().nodes["Message"] == 3001
+    store.close()

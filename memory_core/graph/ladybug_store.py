@@ -154,7 +154,10 @@ class _Spool:
 
 
 def _copy_options(key: tuple, spool: _Spool, endpoints: tuple[str, str] | None) -> str:
-    opts = ["HEADER=true"]
+    # the dialect Python's csv writer uses, said explicitly: left to detect it from the first lines, the
+    # reader took a file whose first 879 rows had no quoted field for one without quoting, and split the
+    # first quoted text with a comma ("I really love sailing on weekends, it keeps me sane") in two
+    opts = ["HEADER=true", "DELIM=','", "QUOTE='\"'", "ESCAPE='\"'", "AUTO_DETECT=false"]
     if key in spool.multiline:
         opts.append("PARALLEL=false")
     if endpoints is not None:
