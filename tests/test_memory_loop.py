@@ -646,3 +646,18 @@ def test_update_concepts_appends_only_new_spans(corpus, home):
     assert concept_to_row(after[target.concept_id]) == concept_to_row(target)
     assert after[target.concept_id].evidence_spans[-1] == extra
     assert concept_to_row(after[empty.concept_id]) == concept_to_row(empty)
+
+
+def test_the_loop_runs_numpys_blas_on_one_thread_and_restores_it():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from memory_core.memory_loop.blas import single_threaded_blas
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    np.ones((4, 4)) @ np.ones(4)  # numpy's BLAS is loaded
+    before = blas_threads()
+    assert before
+    with single_threaded_blas():
+        assert set(blas_threads()) == {1}
+    assert blas_threads() == before
