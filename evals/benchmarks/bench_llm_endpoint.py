@@ -82,10 +82,29 @@ def _stage_rows(store, segments: int) -> list[dict]:
                 "s_per_segment": round((latency_ms or 0) / 1000 / segments, 1)
                 if stage == "extraction" and segments
                 else "",
-                "residuals": residual_counts.get(stage, 0),
+                # a stage's own residuals and those of its LLM calls (`memory_loop_adjudication`: no usable answer)
+                "residuals": sum(
+                    n for s, n in residual_counts.items() if s == stage or s.startswith(f"{stage}_")
+                ),
             }
         )
     return rows
+
+
+def _adjudications(store) -> dict[str, int]:
+    """How the consolidation's ambiguous candidates ended (`adjudicator_*` reason codes of the action log)."""
+    from collections import Counter
+
+    from sqlalchemy import select
+
+    from memory_core.store.schema import action_log
+
+    with store.staging.connect() as conn:
+        scores = conn.execute(
+            select(action_log.c.scores).where(action_log.c.actor == "memory_loop")
+        ).scalars()
+        reasons = Counter((s or {}).get("reason_code", "") for s in scores)
+    return {k: n for k, n in sorted(reasons.items()) if k.startswith("adjudicator")}
 
 
 def _first_conversations(export: Path, n: int, folder: Path) -> Path:
@@ -208,14 +227,17 @@ def run(
                 }
             )
         rows = _stage_rows(store, n_segments)
+        adjudicated = _adjudications(store)
     print(
         f"endpoint: llama.cpp server {model.name}, response_format=json_object (grammar), "
         f"max_output_tokens={max_output_tokens}; build success={run.success} in {run.seconds:.0f} s, "
         f"{n_segments} segments; peak RSS {peak_rss_mib():.0f} MiB (this process)"
     )
     print_table(rows)
-    print()
-    print_table(agent_rows)
+    print(f"consolidation's ambiguous band: {adjudicated or 'no adjudication'}")
+    if agent_rows:  # --questions 0 skips the agent
+        print()
+        print_table(agent_rows)
     return 0
 
 
