@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy import func, select, text, update
 
 from memory_core.concepts import LIVE_STATES, ConceptHypothesis, EvidenceSpan, metrics
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch
-from memory_core.concepts.store import concept_to_row, read_concepts
+from memory_core.concepts.store import concept_to_row, read_concepts, update_concepts
 from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.loop import LoopConfig, consolidate
@@ -583,3 +585,79 @@ def test_purity_looks_at_the_evidence_not_the_keys(corpus, home):
     after = metrics.purity(corpus, embedder)
     cid = app["concept_id"]
     assert after["purity_by_concept"][cid] < before["purity_by_concept"][cid]
+
+
+def test_each_evidence_span_is_written_to_a_concept_row_once(corpus, home):
+    """Linear work: a batch writes each concept row it changed once, and a row gets only the spans appended
+    since it was last written (not its whole evidence again), yet holds exactly what a full rewrite would."""
+    writes: list[list] = [[]]  # per transaction: (statement, parameter sets) on canonical_concepts
+
+    def spy(conn, cursor, statement, parameters, context, executemany):
+        if "canonical_concepts" in statement and statement.lstrip().startswith(("UPDATE", "INSERT")):
+            writes[-1].append((statement, parameters if executemany else [parameters]))
+
+    engine = corpus.staging
+    sqlalchemy_event.listen(engine, "before_cursor_execute", spy)
+    sqlalchemy_event.listen(engine, "commit", lambda conn: writes.append([]))
+    try:
+        report = consolidate(corpus, _embedder(home), HASHING)
+    finally:
+        sqlalchemy_event.remove(engine, "before_cursor_execute", spy)
+    assert report.batches >= 4 and sum(report.actions.values()) > 0
+    spans_sent = 0
+    for transaction in writes:
+        ids = [p[0] if "INSERT" in s else p[-1] for s, params in transaction for p in params]
+        assert len(ids) == len(set(ids))  # one write per concept row per batch
+        spans_sent += sum(
+            str(v).count('"char_start"') for _, params in transaction for p in params for v in p
+        )
+    with corpus.staging.connect() as conn:
+        evidence_rows = conn.execute(select(func.count()).select_from(concept_evidence)).scalar_one()
+        stored = conn.execute(text("SELECT concept_id, evidence_spans FROM canonical_concepts")).all()
+        concepts = read_concepts(conn)
+    assert spans_sent == evidence_rows  # each span encoded once, however often its concept was touched
+    appended = [s for t in writes for s, _ in t if s.startswith("UPDATE") and "||" in s]
+    assert appended  # the sample touches existing concepts in later batches
+    for cid, raw in stored:  # the stored text is a full rewrite's: json.dumps of the whole list
+        assert raw == json.dumps([s.model_dump() for s in concepts[cid].evidence_spans])
+
+
+def test_update_concepts_appends_only_new_spans(corpus, home):
+    consolidate(corpus, _embedder(home), HASHING)
+    with corpus.staging.begin() as conn:
+        concepts = read_concepts(conn)
+        held = {cid: len(c.evidence_spans) for cid, c in concepts.items()}
+        target = max(concepts.values(), key=lambda c: len(c.evidence_spans))
+        empty = next(c for c in concepts.values() if c.concept_id != target.concept_id)
+        extra = EvidenceSpan(
+            source_id="s-x", message_id="msg-x", text="a new span", confidence=0.5, char_start=0, char_end=10
+        )
+        target.evidence_spans.append(extra)
+        target.support_count += 1
+        # a row stored with no evidence yet (`[]`) takes the appended spans as its whole list
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == empty.concept_id)
+            .values(evidence_spans=[])
+        )
+        update_concepts(conn, [target, empty], {**held, empty.concept_id: 0})
+    with corpus.staging.connect() as conn:
+        after = read_concepts(conn)
+    assert concept_to_row(after[target.concept_id]) == concept_to_row(target)
+    assert after[target.concept_id].evidence_spans[-1] == extra
+    assert concept_to_row(after[empty.concept_id]) == concept_to_row(empty)
+
+
+def test_the_loop_runs_numpys_blas_on_one_thread_and_restores_it():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from memory_core.memory_loop.blas import single_threaded_blas
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    np.ones((4, 4)) @ np.ones(4)  # numpy's BLAS is loaded
+    before = blas_threads()
+    assert before
+    with single_threaded_blas():
+        assert set(blas_threads()) == {1}
+    assert blas_threads() == before

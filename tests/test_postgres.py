@@ -206,3 +206,31 @@ def test_a_database_that_cannot_be_dropped_says_why_at_once(postgres_url):
         admin.dispose()
     assert why and why.startswith("template1: ") and "in use" not in why
     assert time.monotonic() - started < 5  # not retried: only "in use" is worth waiting for
+
+
+def test_the_memory_loop_appends_evidence_to_concept_rows_on_postgres(pg_home, tmp_path):
+    """`update_concepts` appends a row's new evidence spans in SQL (text splice cast back to JSON) on
+    Postgres too: the stored lists are the concepts' whole evidence, text for text."""
+    import json
+
+    from memory_core.concepts.store import read_concepts
+    from memory_core.embeddings import HashingEmbedder
+    from memory_core.memory_loop.loop import LoopConfig, consolidate
+    from memory_core.memory_loop.router import RouterRules
+    from memory_core.store.schema import concept_evidence
+    from tests.loop_samples import build_corpus
+
+    store = pg_home.corpus("dana")
+    build_corpus(store, tmp_path)
+    rules = RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3)
+    report = consolidate(store, HashingEmbedder(), LoopConfig(rules=rules, batch_size=4))
+    assert report.actions["attach"] > 0
+    with store.staging.connect() as conn:
+        concepts = read_concepts(conn)
+        raw = dict(
+            conn.execute(text("SELECT concept_id, evidence_spans::text FROM canonical_concepts")).all()
+        )
+        held = conn.execute(select(func.count()).select_from(concept_evidence)).scalar_one()
+    assert sum(len(c.evidence_spans) for c in concepts.values()) == held
+    for cid, c in concepts.items():
+        assert raw[cid] == json.dumps([s.model_dump() for s in c.evidence_spans])

@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from sqlalchemy import Column, Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Column, Connection, Text, bindparam, case, cast, delete, func, insert, select, update
+from sqlalchemy.types import JSON
 
 from memory_core.ontology.concepts import ConceptHypothesis, EvidenceSpan
 from memory_core.store.db import CorpusStore
@@ -24,14 +25,15 @@ EVIDENCE_COLUMNS = [c.name for c in concept_evidence.c if c.name != "concept_id"
 # the stage the memory loop's residuals (rejected mentions) are recorded under
 CONSOLIDATION_STAGE = "memory_loop"
 _CHUNK = 500
+_NO_EVIDENCE = frozenset({"evidence_spans"})
 
 
 def concept_from_row(row: Mapping) -> ConceptHypothesis:
     return ConceptHypothesis.model_validate(dict(row))
 
 
-def concept_to_row(concept: ConceptHypothesis) -> dict:
-    row = concept.model_dump()
+def concept_to_row(concept: ConceptHypothesis, exclude: frozenset[str] = frozenset()) -> dict:
+    row = concept.model_dump(exclude=exclude or None)
     row["merged_into"] = row["merged_into"] or None
     return row
 
@@ -74,18 +76,58 @@ def insert_concepts(conn: Connection, concepts: Iterable[ConceptHypothesis]) -> 
         conn.execute(insert(canonical_concepts), rows)
 
 
-def update_concepts(conn: Connection, concepts: Iterable[ConceptHypothesis]) -> None:
-    """Rewrite the stored rows of existing concepts (every column), in one statement."""
-    params = [{f"b_{k}": v for k, v in concept_to_row(c).items()} for c in concepts]
-    if not params:
-        return
+def update_concepts(
+    conn: Connection, concepts: Iterable[ConceptHypothesis], stored_spans: Mapping[str, int] | None = None
+) -> None:
+    """Rewrite the stored rows of existing concepts (every column), one statement per shape.
+
+    With `stored_spans` (concept → how many of its evidence spans its row holds already, spans only ever
+    appended since) the row's `evidence_spans` gets just the newer spans appended in SQL: writing a concept
+    then costs what changed, not all its evidence (the memory loop touches a popular concept in every batch,
+    and re-encoding its whole evidence each time grew with concepts × mentions). The stored text is the
+    same as a full rewrite's (`json.dumps` of the list)."""
+    full, fields_only, appending = [], [], []
+    for c in concepts:
+        stored = None if stored_spans is None else stored_spans.get(c.concept_id)
+        if stored is None or stored > len(c.evidence_spans):
+            full.append({f"b_{k}": v for k, v in concept_to_row(c).items()})
+            continue
+        params = {f"b_{k}": v for k, v in concept_to_row(c, _NO_EVIDENCE).items()}
+        if stored == len(c.evidence_spans):
+            fields_only.append(params)
+        else:
+            new = [s.model_dump() for s in c.evidence_spans[stored:]]
+            appending.append({**params, "b_new_spans": json.dumps(new)})
     columns = [name for name in CONCEPT_COLUMNS if name != "concept_id"]
-    conn.execute(
-        update(canonical_concepts)
-        .where(canonical_concepts.c.concept_id == bindparam("b_concept_id"))
-        .values({name: bindparam(f"b_{name}") for name in columns}),
-        params,
+    scalar = [name for name in columns if name != "evidence_spans"]
+    where = canonical_concepts.c.concept_id == bindparam("b_concept_id")
+    values = {name: bindparam(f"b_{name}") for name in scalar}
+    if full:
+        conn.execute(
+            update(canonical_concepts)
+            .where(where)
+            .values({**values, "evidence_spans": bindparam("b_evidence_spans")}),
+            full,
+        )
+    if fields_only:
+        conn.execute(update(canonical_concepts).where(where).values(values), fields_only)
+    if appending:
+        appended = _appended_json(conn, bindparam("b_new_spans", type_=Text))
+        conn.execute(
+            update(canonical_concepts).where(where).values({**values, "evidence_spans": appended}), appending
+        )
+
+
+def _appended_json(conn: Connection, new):
+    """`evidence_spans` with the JSON list `new` appended, as text: "[a, b]" + "[c]" → "[a, b, c]"."""
+    stored = cast(canonical_concepts.c.evidence_spans, Text)
+    joined = (
+        func.substr(stored, 1, func.length(stored) - 1, type_=Text)
+        .concat(case((stored == "[]", ""), else_=", "))
+        .concat(func.substr(new, 2, type_=Text))
     )
+    # SQLite keeps JSON as text (a CAST to JSON would be NUMERIC affinity there); Postgres needs the type
+    return joined if conn.dialect.name == "sqlite" else cast(joined, JSON)
 
 
 def delete_concepts(conn: Connection, ids: Iterable[str]) -> None:

@@ -57,7 +57,7 @@ def flush(mem: LoopMemory, batch: Batch) -> None:
                     residuals.c.mention_id.in_(batch.dropped_residuals),
                 )
             )
-        update_concepts(conn, [mem.concepts[c] for c in existing])
+        update_concepts(conn, [mem.concepts[c] for c in existing], mem.persisted)
         insert_concepts(conn, [mem.concepts[c] for c in batch.new_concepts])
         if batch.evidence:
             conn.execute(insert(concept_evidence), batch.evidence)
@@ -71,7 +71,7 @@ def flush(mem: LoopMemory, batch: Batch) -> None:
         if batch.residuals:
             conn.execute(insert(residuals), batch.residuals)
         log.append(conn, batch.records)
-    mem.persisted.update(batch.new_concepts)
+    mem.persisted.update((c, len(mem.concepts[c].evidence_spans)) for c in [*existing, *batch.new_concepts])
     mem.report.write_seconds += time.perf_counter() - started
     mem.report.batches += 1
 

@@ -49,6 +49,7 @@ from memory_core.memory_loop.apply import (
     support,
     support_broader,
 )
+from memory_core.memory_loop.blas import single_threaded_blas
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.memory import LoopMemory
 from memory_core.memory_loop.patches import theme_patch
@@ -237,7 +238,18 @@ def consolidate(
     log_fn: Callable[[str], None] | None = None,
 ) -> LoopReport:
     """Consolidate every mention not yet linked or rejected. The caller holds the corpus write lock."""
-    config = config or LoopConfig()
+    with single_threaded_blas():  # tens of thousands of small products: see `blas`
+        return _consolidate(store, embedder, config or LoopConfig(), run_id, adjudicator, log_fn)
+
+
+def _consolidate(
+    store: CorpusStore,
+    embedder: Embedder,
+    config: LoopConfig,
+    run_id: str | None,
+    adjudicator: Adjudicator | None,
+    log_fn: Callable[[str], None] | None,
+) -> LoopReport:
     started = time.perf_counter()
     report = LoopReport(run_id=run_id or uuid.uuid4().hex)
     mem = LoopMemory(store, embedder, config, report)

@@ -33,7 +33,9 @@ class LoopMemory:
         self.concepts: dict[str, ConceptHypothesis] = {}
         self.best_evidence: dict[str, float] = {}
         self.held_spans: set[tuple[str, str, int, int]] = set()
-        self.persisted: set[str] = set()
+        # the concepts the table holds, each with how many evidence spans its row holds (a row is written
+        # with only the spans appended since: `update_concepts`)
+        self.persisted: dict[str, int] = {}
         self.index: ConceptIndex | None = None
         # who takes part in each conversation, and in the conversations each concept is evidenced in
         self.participants: dict[str, frozenset[str]] = {}
@@ -62,7 +64,7 @@ class LoopMemory:
                 states=LIVE_STATES,
                 order_by=(canonical_concepts.c.first_seen, canonical_concepts.c.concept_id),
             )
-            self.persisted = set(self.concepts)
+            self.persisted = {cid: len(c.evidence_spans) for cid, c in self.concepts.items()}
             ce, m = concept_evidence.c, mentions.c
             evidence = conn.execute(
                 select(

@@ -14,6 +14,7 @@ import numpy as np
 
 from memory_core.concepts import metrics
 from memory_core.embeddings.base import Embedder
+from memory_core.memory_loop.blas import single_threaded_blas
 from memory_core.memory_loop.router import REFINE_REASONS, REJECT_REASONS
 from memory_core.store.db import CorpusStore
 
@@ -97,11 +98,13 @@ class ConsolidationReport:
         high_confidence: float = 0.7,
         purity_threshold: float = 0.70,
     ) -> ConsolidationReport:
+        with single_threaded_blas():  # purity's thousands of evidence × reference products
+            purity = metrics.purity(store, embedder, purity_threshold)
         return cls(
             loop=loop,
             totals=metrics.totals(store),
             coverage=metrics.coverage(store, high_confidence),
-            purity=metrics.purity(store, embedder, purity_threshold),
+            purity=purity,
             grounding=metrics.grounding(store),
             by_type_and_state=metrics.by_type_and_state(store),
             concept_sample=metrics.concept_sample(store),
