@@ -94,22 +94,25 @@ def purity(
         else rng.choice(len(pieces), reference, replace=False)
     )
     spans = [(p[1], p[2], p[3]) for p in pieces]
-    in_sample: dict[tuple, list[int]] = defaultdict(list)  # span → sample pieces holding it
-    for k in sample.tolist():
-        in_sample[spans[k]].append(k)
+    # span → the sample positions holding it
+    in_sample: dict[tuple, list[int]] = defaultdict(list)
+    for j, k in enumerate(sample.tolist()):
+        in_sample[spans[k]].append(j)
+    # every piece against the sample in one product (one call per concept was most of the figure's time)
+    scored = sorted({i for idx in multi.values() for i in idx})
+    row_of = {i: r for r, i in enumerate(scored)}
+    against_sample = v[scored] @ v[sample].T  # scored pieces × sample
     scores: dict[str, float] = {}
     for cid, idx in multi.items():
-        mine = set(idx)
-        outside = np.array([k for k in sample.tolist() if k not in mine], dtype=np.int64)
-        if not outside.size:
+        outside = ~np.isin(sample, idx)  # sample positions holding other concepts' evidence
+        if not outside.any():
             continue
-        column = {k: j for j, k in enumerate(outside.tolist())}
         within = v[idx] @ v[idx].T  # n × n
-        against = v[idx] @ v[outside].T  # n × outside
+        against = against_sample[[row_of[i] for i in idx]]  # n × sample
         values = []
         for a, i in enumerate(idx):
-            keep = np.ones(outside.size, dtype=bool)
-            keep[[column[k] for k in in_sample.get(spans[i], ()) if k in column]] = False
+            keep = outside.copy()
+            keep[in_sample.get(spans[i], [])] = False
             ref = np.sort(against[a][keep])
             if ref.size:
                 row = np.delete(within[a], a)
