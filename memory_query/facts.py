@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from memory_core.lexical import tokenize
 from memory_core.store.schema import claims, conversations, fact_states, messages
+from memory_query.fusion import strongest
 from memory_query.reader import CorpusReader
 
 # what a question about a slot says (stemmed like the question): a group is asked about when the question
@@ -313,7 +314,7 @@ def current_fact_lift(state) -> np.ndarray:
     view = FactView(table, state.as_of, state.believed_at)
     index, fused, visible = state.table.index, state.fused, state.visible
     tokens = set(state.tokens)
-    seeds = [int(i) for i in np.argsort(-fused)[:FACT_SEEDS] if np.isfinite(fused[i]) and fused[i] > 0]
+    seeds = strongest(fused, FACT_SEEDS)
     _lift_active_branches(state, table, seeds, out)
     groups: dict[tuple[str, str], dict] = {}
     for mi in seeds:

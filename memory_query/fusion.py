@@ -53,6 +53,22 @@ class Fusion:
         return np.where(self.visible, self.total, -np.inf)
 
 
+def top_positions(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest values, largest first, equal values in position order (what a stable
+    descending sort's first k are), without sorting them all: a full argsort of a 1M-message corpus's
+    scores cost 140 ms a query, most of its time."""
+    n = len(values)
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.argsort(-values, kind="stable")
+    kth = values[np.argpartition(-values, k - 1)[:k]].min()
+    above = np.flatnonzero(values > kth)
+    ties = np.flatnonzero(values == kth)[: k - len(above)]
+    chosen = np.concatenate([above, ties])
+    return chosen[np.argsort(-values[chosen], kind="stable")]
+
+
 def strongest(fused: np.ndarray, k: int) -> list[int]:
     """Positions of the k best fused scores, best first, among those that scored (finite and above 0)."""
-    return [int(i) for i in np.argsort(-fused)[:k] if np.isfinite(fused[i]) and fused[i] > 0]
+    return [int(i) for i in top_positions(fused, k) if np.isfinite(fused[i]) and fused[i] > 0]

@@ -37,7 +37,7 @@ import numpy as np
 from memory_query.adjacency import graph_loaded
 from memory_query.evidence import TopicHit
 from memory_query.facts import current_fact_lift, facts_built
-from memory_query.fusion import as_is, max_scaled, pool_scaled, strongest
+from memory_query.fusion import as_is, max_scaled, pool_scaled, strongest, top_positions
 from memory_query.question_types import asked_concept_types
 from memory_query.reader import NAME_WORD, CorpusReader
 from memory_query.state import ConceptMatch, QueryState
@@ -160,7 +160,7 @@ def _asked_type_factor(state: QueryState) -> np.ndarray | float:
 def concept(state: QueryState) -> np.ndarray:
     out = state.zeros()
     score = _concept_scores(state) * _asked_type_factor(state)
-    top = [int(i) for i in np.argsort(-score)[: state.settings.concepts_used] if score[i] > 0]
+    top = [int(i) for i in top_positions(score, state.settings.concepts_used) if score[i] > 0]
     concept_ids, index, visible = state.concepts.ids, state.table.index, state.visible
     evidence: dict[int, list[str]] = {}
     for ci in top:

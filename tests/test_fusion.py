@@ -41,3 +41,20 @@ def test_registry_names_and_phases():
     # topic routes concepts to the concept path of the same phase: it must come first
     assert PATH_NAMES.index("topic") < PATH_NAMES.index("concept")
     assert by_name["speaker"].phase is Phase.LIFT and by_name["graph"].phase is Phase.CONTEXT
+
+
+def test_the_top_positions_are_a_stable_descending_sort_s_first_k_without_a_full_sort():
+    """`top_positions` (argpartition, then sorting only the chosen) gives exactly what a stable descending
+    sort's first k are, ties at the boundary included, on arrays with many equal values and -inf."""
+    import numpy as np
+
+    from memory_query.fusion import top_positions
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n = int(rng.integers(1, 80))
+        values = rng.choice([0.0, 0.25, 0.5, 1.0, 2.0, -np.inf], size=n).astype(np.float32)
+        k = int(rng.integers(0, 90))
+        assert top_positions(values, k).tolist() == np.argsort(-values, kind="stable")[:k].tolist()
+    big = rng.random(1_000_000).astype(np.float32)
+    assert top_positions(big, 10).tolist() == np.argsort(-big, kind="stable")[:10].tolist()
