@@ -200,6 +200,16 @@ def concepts_of(text: str, author: str = "user", fmt: str = "chatgpt", speakers=
         # ... but not a pronoun, a reply or a feeling alone
         ("It makes me so happy.", set()),
         ("Got any paintings to show?", set()),
+        ("Got my first tattoo yesterday.", {("event", "Got my first tattoo yesterday")}),
+        # idioms, things said of others or to the listener, pronouns and quantifiers, a relative clause
+        ("Made my day!", set()),
+        ("Took me ages to finish.", set()),
+        ("Got it, thanks!", set()),
+        ("Passed away last year, my grandma did.", set()),
+        ("Played well yesterday, congrats!", set()),
+        ("Both of them are special to me.", set()),
+        ("Nothing is more important to me than family.", set()),
+        ("Family, which is important to me, comes first.", set()),
         ("That is so important to me.", set()),
         ("Sounds great, see you then.", set()),
     ],

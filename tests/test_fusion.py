@@ -53,8 +53,9 @@ def test_the_top_positions_are_a_stable_descending_sort_s_first_k_without_a_full
     rng = np.random.default_rng(0)
     for _ in range(500):
         n = int(rng.integers(1, 80))
-        values = rng.choice([0.0, 0.25, 0.5, 1.0, 2.0, -np.inf], size=n).astype(np.float32)
+        values = rng.choice([0.0, 0.25, 0.5, 1.0, 2.0, -np.inf, np.nan], size=n).astype(np.float32)
         k = int(rng.integers(0, 90))
-        assert top_positions(values, k).tolist() == np.argsort(-values, kind="stable")[:k].tolist()
+        unscored = np.where(np.isnan(values), -np.inf, values)  # NaN ranks with the unscored
+        assert top_positions(values, k).tolist() == np.argsort(-unscored, kind="stable")[:k].tolist()
     big = rng.random(1_000_000).astype(np.float32)
     assert top_positions(big, 10).tolist() == np.argsort(-big, kind="stable")[:10].tolist()

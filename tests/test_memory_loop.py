@@ -640,6 +640,11 @@ def test_update_concepts_appends_only_new_spans(corpus, home):
             .where(canonical_concepts.c.concept_id == empty.concept_id)
             .values(evidence_spans=[])
         )
+        # a stored list with trailing whitespace (another JSON writer) still ends in "]" once trimmed
+        conn.exec_driver_sql(
+            "UPDATE canonical_concepts SET evidence_spans = evidence_spans || char(10) WHERE concept_id = ?",
+            (target.concept_id,),
+        )
         update_concepts(conn, [target, empty], {**held, empty.concept_id: 0})
     with corpus.staging.connect() as conn:
         after = read_concepts(conn)

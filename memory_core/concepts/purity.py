@@ -69,6 +69,30 @@ def _texts(store: CorpusStore, message_ids: list[str]) -> dict[str, str]:
     return out
 
 
+_BATCH_PIECES = 4096  # pieces multiplied against the sample at once (~33 MB at 2,000 sample pieces)
+
+
+def _against_sample(multi: dict[str, list[int]], v: np.ndarray, sample: np.ndarray):
+    """(concept, its pieces, pieces × sample similarities) per concept, in `multi`'s order: one product per
+    batch of concepts (one per concept was most of the figure's time; one for all of them grows with the
+    corpus: 8 KB a piece)."""
+    items = list(multi.items())
+    reference = v[sample].T
+    start = 0
+    while start < len(items):
+        end, size = start, 0
+        while end < len(items) and (end == start or size + len(items[end][1]) <= _BATCH_PIECES):
+            size += len(items[end][1])
+            end += 1
+        rows = [i for _, idx in items[start:end] for i in idx]
+        products = v[rows] @ reference
+        offset = 0
+        for cid, idx in items[start:end]:
+            yield cid, idx, products[offset : offset + len(idx)]
+            offset += len(idx)
+        start = end
+
+
 def purity(
     store: CorpusStore, embedder: Embedder, threshold: float = 0.70, reference: int = 2000, seed: int = 0
 ) -> dict:
@@ -98,17 +122,12 @@ def purity(
     in_sample: dict[tuple, list[int]] = defaultdict(list)
     for j, k in enumerate(sample.tolist()):
         in_sample[spans[k]].append(j)
-    # every piece against the sample in one product (one call per concept was most of the figure's time)
-    scored = sorted({i for idx in multi.values() for i in idx})
-    row_of = {i: r for r, i in enumerate(scored)}
-    against_sample = v[scored] @ v[sample].T  # scored pieces × sample
     scores: dict[str, float] = {}
-    for cid, idx in multi.items():
+    for cid, idx, against in _against_sample(multi, v, sample):
         outside = ~np.isin(sample, idx)  # sample positions holding other concepts' evidence
         if not outside.any():
             continue
         within = v[idx] @ v[idx].T  # n × n
-        against = against_sample[[row_of[i] for i in idx]]  # n × sample
         values = []
         for a, i in enumerate(idx):
             keep = outside.copy()

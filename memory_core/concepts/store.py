@@ -120,7 +120,8 @@ def update_concepts(
 
 def _appended_json(conn: Connection, new):
     """`evidence_spans` with the JSON list `new` appended, as text: "[a, b]" + "[c]" → "[a, b, c]"."""
-    stored = cast(canonical_concepts.c.evidence_spans, Text)
+    # trailing whitespace trimmed first: the splice drops the list's closing "]", which must be the last char
+    stored = func.rtrim(cast(canonical_concepts.c.evidence_spans, Text), " \t\r\n", type_=Text)
     joined = (
         func.substr(stored, 1, func.length(stored) - 1, type_=Text)
         .concat(case((stored == "[]", ""), else_=", "))

@@ -117,7 +117,6 @@ _WORKS_ON = re.compile(
     r"^(?:i|we)(?:'m| am|'re| are|'ve been| have been)? (?:\w+ )?(?:building|writing|developing|making|creating|"
     r"designing|coding|working on|starting|launching|opening|recording)\b"
 )
-# a thing shown to the listener: "Here's a photo of my horse painting", "This is our latest work"
 # a sentence that drops its "I", as chat does ("Got the tattoo a few years ago", "Just went hiking")
 _ELLIPTIC_LEAD = {"just", "finally", "recently", "also", "actually", "then"}
 _ELLIPTIC_PAST = set(
@@ -138,7 +137,17 @@ _MAKES_ME = re.compile(
     r"free|proud|grateful|relaxed|peaceful|invincible|good|great|motivated|inspired)\b",
     re.IGNORECASE,
 )
-_PRONOUN_THING = {"it", "this", "that", "these", "those", "which", "they", "he", "she", "you", "everything"}
+# a subject that names no thing of the speaker's ("Both of them are special to me", "Nothing is more …")
+_PRONOUN_THING = {
+    "it", "this", "that", "these", "those", "which", "they", "he", "she", "you", "everything", "nothing",
+    "something", "anything", "both", "all", "mine", "yours", "each", "none", "one", "someone", "everyone",
+}  # fmt: skip
+# what follows a past verb when the sentence is an idiom or about someone else ("Made my day!", "Got it",
+# "Took me ages", "Made me think of you", "Passed away last year, my grandma did")
+_NOT_ELLIPTIC_NEXT = {"me", "it", "you", "your", "us", "him", "her", "them", "away"}
+_IDIOMS = (("made", "my", "day"), ("made", "my", "week"), ("had", "my", "doubts"))
+# a clause that thanks or praises the listener ("Played well yesterday, congrats!")
+_TO_THE_LISTENER = {"thanks", "thank", "congrats", "congratulations", "cheers"}
 
 
 def _said_by_speaker(clause: str, ws: list[str], connector: str) -> str | None:
@@ -147,20 +156,30 @@ def _said_by_speaker(clause: str, ws: list[str], connector: str) -> str | None:
     to the speaker ("X is important to me" → "I find X important", "X makes me happy" → "I find X makes me
     happy"); None when the clause has a subject of its own."""
     lead = 1 if ws and ws[0] in _ELLIPTIC_LEAD else 0
-    if connector == "" and len(ws) > lead + 1 and ws[lead] in _ELLIPTIC_PAST:
+    if (
+        connector == ""
+        and len(ws) > lead + 1
+        and ws[lead] in _ELLIPTIC_PAST
+        and ws[lead + 1] not in _NOT_ELLIPTIC_NEXT
+        and tuple(ws[lead : lead + 3]) not in _IDIOMS
+        and not _TO_THE_LISTENER & set(ws)
+    ):
         return f"I {clause[:1].lower()}{clause[1:]}"
     text = norm_apostrophes(clause)
     matters = _MATTERS_TO_ME.match(text)
-    if (
-        matters
-        and words_of(matters.group("what"))[:1]
-        and words_of(matters.group("what"))[0] not in _PRONOUN_THING
-    ):
+    if matters and _a_thing(matters.group("what")):
         return f"I find {_mid_sentence(matters.group('what'))} {matters.group('how')}"
     makes = _MAKES_ME.match(text)
-    if makes and words_of(makes.group("what"))[:1] and words_of(makes.group("what"))[0] not in _PRONOUN_THING:
+    if makes and _a_thing(makes.group("what")):
         return f"I find {_mid_sentence(text[: makes.end()])}"
     return None
+
+
+def _a_thing(phrase: str) -> bool:
+    """Whether a clause's opening phrase names a thing: not a pronoun or quantifier, not cut by a comma
+    ("Family, which is important to me, …": the phrase is a relative clause's head, not the subject)."""
+    first = words_of(phrase)[:1]
+    return bool(first) and first[0] not in _PRONOUN_THING and "," not in phrase
 
 
 def _mid_sentence(phrase: str) -> str:
@@ -172,6 +191,7 @@ def _mid_sentence(phrase: str) -> str:
     return f"{phrase[:1].lower()}{phrase[1:]}" if common else phrase
 
 
+# a thing shown to the listener: "Here's a photo of my horse painting", "This is our latest work"
 _SHOWN = re.compile(
     r"^(?:here(?:'s| is| are)|this is|these are|check out|look at)\s+(?:(?:a|the|some|another)\s+)?"
     r"(?:(?P<photo>(?:photo|pic|picture|snap|shot|video|sketch|drawing)s?)\s+(?:of|from)\s+)?(?P<what>.{3,})$",
@@ -334,11 +354,14 @@ class OfflineTeacher(Teacher):
         for s, e in sentences(m.text, m.start, m.end):
             sentence = m.text[s:e]
             first = words_of(sentence[:40])[:1]
-            if sentence.rstrip().endswith("?") and (
-                not first
-                or first[0] in _QUESTION_START
-                or first[0] in _ELLIPTIC_PAST  # "Got any paintings to show?": asked, not told
-                or "you" in words_of(sentence)[:3]
+            if (
+                sentence.rstrip().endswith("?")
+                and (
+                    not first
+                    or first[0] in _QUESTION_START
+                    or first[0] in _ELLIPTIC_PAST  # "Got any paintings to show?": asked, not told
+                    or "you" in words_of(sentence)[:3]
+                )
             ):
                 continue
             if _UNMARKED_QUESTION.match(norm_apostrophes(sentence)):
