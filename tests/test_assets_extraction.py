@@ -20,7 +20,7 @@ from memory_assets.definitions import default_resources, defs
 from memory_assets.partitions import corpus_partitions
 from memory_cli.main import cli
 from memory_core.corpora import plan_corpora, register
-from memory_core.extraction.offline_teacher import OfflineTeacher
+from memory_core.extraction.offline_teacher import RULES_VERSION, OfflineTeacher
 from memory_core.extraction.stage import extract_corpus
 from memory_core.ingest.loader import ingest_file
 from memory_core.segments import build_segments
@@ -136,12 +136,12 @@ def test_offline_teacher_end_to_end_and_idempotent(home, instance, tmp_path):
     assert result.success
     assert all(_checks(result).values()), _checks(result)
     meta = _meta(result, "mentions")
-    assert meta["teacher"] == "offline" and meta["extractor"] == "offline/v4" and meta["llm_calls"] == 0
+    assert meta["teacher"] == "offline" and meta["extractor"] == RULES_VERSION and meta["llm_calls"] == 0
     assert meta["span_verified_rate"] == 1.0 and meta["schema_validity_rate"] == 1.0 and meta["accepted"] > 0
     store = home.corpus("offline")
     found = _rows(store, mentions, mentions.c.mention_id)
     assert {m["consolidated_id"] for m in found} == {None} and {m["extractor"] for m in found} == {
-        "offline/v4"
+        RULES_VERSION
     }
     by_surface = {m["surface"]: m for m in found}
     assert by_surface["Kyoto"]["type"] == "entity"
