@@ -655,7 +655,7 @@ def test_update_concepts_appends_only_new_spans(corpus, home):
 
 def test_the_loop_runs_numpys_blas_on_one_thread_and_restores_it():
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from memory_core.memory_loop.blas import single_threaded_blas
+    from memory_core.blas import single_threaded_blas
 
     def blas_threads():
         return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]

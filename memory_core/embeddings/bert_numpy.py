@@ -15,7 +15,6 @@ Supported: a folder with `config.json` of `model_type` bert (absolute positions)
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_core.blas import blas_threads
 from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
 
 DEFAULT_MAX_SEQ_LENGTH = 512
@@ -136,7 +136,6 @@ class BertEncoder:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_seq_length)
         self.tokenizer.no_padding()
-        self._blas = _blas_controller()
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         out = x @ self.dense[name]
@@ -187,10 +186,8 @@ class BertEncoder:
         # longest first, like sentence-transformers: batches of similar length pad little
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        limit = (
-            self._blas.limit(limits=self.threads, user_api="blas") if self._blas else contextlib.nullcontext()
-        )
-        with limit:
+        # a question's few tokens: multi-threaded BLAS spins more than it computes
+        with blas_threads(self.threads):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 out[rows] = self.forward(*self._padded([encodings[i].ids for i in rows]))
@@ -205,16 +202,6 @@ class BertEncoder:
             ids[r, : len(row)] = row
             mask[r, : len(row)] = 1.0
         return ids, mask
-
-
-def _blas_controller():
-    """threadpoolctl's controller of numpy's BLAS (None without threadpoolctl): multi-threaded BLAS on a
-    question's few tokens spins more than it computes (measured on 2 busy cores: 18 ms vs 0.5 ms a layer)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
 
 
 @functools.lru_cache(maxsize=4)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from sqlalchemy import Text, and_, cast, exists, select
 
+from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
@@ -49,7 +50,6 @@ from memory_core.memory_loop.apply import (
     support,
     support_broader,
 )
-from memory_core.memory_loop.blas import single_threaded_blas
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.memory import LoopMemory
 from memory_core.memory_loop.patches import theme_patch

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory_core.blas import single_threaded_blas
 from memory_core.concepts import metrics
 from memory_core.embeddings.base import Embedder
-from memory_core.memory_loop.blas import single_threaded_blas
 from memory_core.memory_loop.router import REFINE_REASONS, REJECT_REASONS
 from memory_core.store.db import CorpusStore
 
