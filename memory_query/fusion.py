@@ -46,7 +46,7 @@ class Fusion:
         self.total = np.zeros(len(visible), dtype=np.float32)
 
     def add(self, weight: float, scores: np.ndarray) -> None:
-        self.total = self.total + weight * scores
+        self.total += weight * scores  # in place: a new sum per path was 4 MB a path at 1M messages
 
     def scores(self) -> np.ndarray:
         """The fused score per message; -inf for a message the question may not see."""
@@ -56,7 +56,8 @@ class Fusion:
 def top_positions(values: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k largest values, largest first, equal values in position order (what a stable
     descending sort's first k are, NaN counted as -inf), without sorting them all: a full argsort of a 1M-message corpus's
-    scores cost 140 ms a query, most of its time."""
+    scores cost 140 ms a query, most of its time; partitioning all of them still 9-11 ms (three calls a query),
+    so a large array is first cut to the values at or above a threshold that a strided sample proves safe."""
     nan = np.isnan(values)
     if nan.any():
         values = np.where(nan, -np.inf, values)  # a NaN ranks with the unscored, never first
@@ -64,6 +65,28 @@ def top_positions(values: np.ndarray, k: int) -> np.ndarray:
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     if k >= n:
+        return np.argsort(-values, kind="stable")
+    candidates = _at_or_above_sampled_kth(values, k)
+    if candidates is None:
+        return _top_k(values, k)
+    return candidates[_top_k(values[candidates], k)]
+
+
+def _at_or_above_sampled_kth(values: np.ndarray, k: int, per_k: int = 64) -> np.ndarray | None:
+    """Positions (ascending) of the values at or above the k-th largest of a strided sample, or None when
+    the array is too small to gain. The sample's values are values, so at least k are at or above it: every
+    one of the k largest, ties included, is among the positions (about `per_k`·k of them when scores are
+    spread; all of them when they tie, which is no worse than no cut)."""
+    stride = len(values) // max(per_k * k, 4096)
+    if stride < 8:
+        return None
+    sample = values[::stride]
+    kth = np.partition(sample, len(sample) - k)[len(sample) - k]
+    return np.flatnonzero(values >= kth)
+
+
+def _top_k(values: np.ndarray, k: int) -> np.ndarray:
+    if k >= len(values):
         return np.argsort(-values, kind="stable")
     kth = values[np.argpartition(-values, k - 1)[:k]].min()
     above = np.flatnonzero(values > kth)

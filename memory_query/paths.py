@@ -62,9 +62,11 @@ class RetrievalPath:
 
 # ------------------------------------------------------------------------------------------ MATCH
 def lexical(state: QueryState) -> np.ndarray:
-    out = state.zeros()
     doc_rows, _ = state.lexicon_rows
     scores = state.lexicon.messages.scores(state.tokens)
+    if state.reader.lexicon_in_table_order():
+        return scores
+    out = state.zeros()
     if doc_rows.size:
         known = doc_rows >= 0  # an index older than the source may name messages no longer there
         out[doc_rows[known]] = scores[known]

@@ -363,6 +363,17 @@ class CorpusReader:
 
         return self.memo("lexicon_alignment", (id(lexicon), id(table)), build)
 
+    def lexicon_in_table_order(self) -> bool:
+        """Is lexical message document i message-table row i, for every row (the usual case: both are in
+        conversation order)? The lexical path then takes the scores as they are, without a scatter."""
+        docs, _ = self.lexicon_alignment()
+        n = len(self.messages())
+        return self.memo(
+            "lexicon_in_table_order",
+            (id(docs), n),
+            lambda: len(docs) == n and bool(np.array_equal(docs, np.arange(n))),
+        )
+
     def vectors(self, family: str) -> FaissIndex | None:
         path = family_path(self.store, family)
         if not path.exists():
@@ -376,7 +387,7 @@ class CorpusReader:
     def warm(self) -> None:
         """Load now what a first query would load (tables, lexicon, vector indexes, the query embedder), so
         a long-lived caller (the MCP server, at start) answers its first question at warm speed."""
-        self.lexicon_alignment()
+        self.lexicon_in_table_order()  # and the alignment it is read from
         self.concepts()
         self.topics()
         self.speakers()

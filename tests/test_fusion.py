@@ -59,3 +59,28 @@ def test_the_top_positions_are_a_stable_descending_sort_s_first_k_without_a_full
         assert top_positions(values, k).tolist() == np.argsort(-unscored, kind="stable")[:k].tolist()
     big = rng.random(1_000_000).astype(np.float32)
     assert top_positions(big, 10).tolist() == np.argsort(-big, kind="stable")[:10].tolist()
+
+
+def test_the_sampled_cut_of_a_large_array_keeps_every_one_of_the_top_k():
+    """Past ~32k values `top_positions` first keeps only those at or above a strided sample's k-th largest:
+    on large arrays shaped like a corpus's fused scores (a few scored among zeros and -inf, heavy ties, a
+    sample that misses the best values, every value equal) it still gives exactly a stable sort's first k."""
+    import numpy as np
+
+    from memory_query.fusion import top_positions
+
+    rng = np.random.default_rng(1)
+    n = 200_000
+    few = np.zeros(n, dtype=np.float32)
+    few[rng.choice(n, 30, replace=False)] = rng.random(30)  # fewer scored than k at k=50
+    unseen = np.full(n, -np.inf, dtype=np.float32)
+    unseen[1::97] = 0.5  # stride-aligned values the sample may see; the best ones are off its grid
+    unseen[rng.choice(n, 5, replace=False)] = 3.0
+    ties = rng.choice([0.0, 0.25, 0.5, 1.0], size=n).astype(np.float32)
+    spread = rng.random(n).astype(np.float32)
+    spread[rng.choice(n, 1000, replace=False)] = np.nan
+    arrays = {"few": few, "unseen": unseen, "ties": ties, "spread": spread, "flat": np.ones(n, np.float32)}
+    for name, values in arrays.items():
+        expected = np.argsort(-np.where(np.isnan(values), -np.inf, values), kind="stable")
+        for k in (1, 10, 50, 700):
+            assert top_positions(values, k).tolist() == expected[:k].tolist(), (name, k)

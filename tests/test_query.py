@@ -256,6 +256,35 @@ def test_graph_synthesis_lends_the_answer_after_a_question_more(home, tmp_path):
     assert items["m3"].channel_scores["graph"] == pytest.approx(items["m1"].channel_scores["graph"])
 
 
+def test_the_lexical_path_takes_scores_in_table_order_as_they_are(home, tmp_path, monkeypatch):
+    """When the lexicon's documents are the message table's rows in order, the lexical path hands the BM25
+    scores over without a scatter; the scatter (an index in another order) gives the same scores."""
+    import numpy as np
+
+    from memory_core.ingest.loader import ingest_file
+    from memory_query.paths import lexical
+    from memory_query.reader import CorpusReader
+    from memory_query.state import QueryState, visible_messages
+    from tests.conftest import write_jsonl
+
+    records = [
+        {"id": f"m{n}", "conversation_id": f"c{n % 2}", "role": "user", "author": "Ann", "text": text,
+         "created_at": f"2024-04-0{n + 1}T10:00:00Z"}
+        for n, text in enumerate(["Sourdough bread again", "The coast road trip", "Bread and the coast"])
+    ]  # fmt: skip
+    store = home.corpus("bread")
+    ingest_file(store, write_jsonl(tmp_path / "bread.jsonl", records), "jsonl")
+    reader = CorpusReader(store)
+    visible = visible_messages(reader.messages(), None, None)
+    state = QueryState(reader, "bread on the coast", RetrievalSettings(), visible)
+    docs, _ = reader.lexicon_alignment()
+    assert reader.lexicon_in_table_order() == bool(np.array_equal(docs, np.arange(len(docs))))
+    in_order = lexical(state)
+    assert (in_order > 0).sum() == 3 and reader.messages().source_ref[in_order.argmax()] == "m2"
+    monkeypatch.setattr(CorpusReader, "lexicon_in_table_order", lambda self: False)
+    assert np.array_equal(lexical(state), in_order)
+
+
 def test_a_concepts_lexical_document_holds_its_evidence_words(home, tmp_path):
     from sqlalchemy import select
 

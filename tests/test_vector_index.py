@@ -109,6 +109,34 @@ def test_save_load_roundtrip_and_atomic_swap(tmp_path):
         FaissIndex.load(tmp_path / "indexes" / "missing")
 
 
+def test_a_mapped_index_is_read_ahead_in_the_background(tmp_path, monkeypatch):
+    """A searching reader maps the index file and reads it once in a daemon thread (so the searches find
+    its pages in memory); a file over a quarter of the machine's memory is left to the searches."""
+    from memory_core.vector_index import faiss_index
+
+    path = tmp_path / "indexes" / "messages"
+    path.parent.mkdir()
+    built = FaissIndex(dim=32, policy=IndexPolicy(kind="hnsw"))
+    built.build(_ids(400), _clustered(400))
+    built.save(path)
+    started = []
+    real = faiss_index.prefetch_in_background
+    monkeypatch.setattr(
+        faiss_index, "prefetch_in_background", lambda p: started.append(real(p)) or started[-1]
+    )
+    mapped = FaissIndex.load(path, mapped=True)
+    FaissIndex.load(path)  # a build's own load reads the whole file anyway: no thread
+    (thread,) = started
+    thread.join(timeout=30)
+    file = os.path.realpath(path / faiss_index.INDEX_FILE)
+    assert thread.daemon and thread.bytes_read == os.path.getsize(file)
+    query = _clustered(3, seed=5)
+    assert mapped.search(query, 5) == built.search(query, 5)
+
+    monkeypatch.setattr(os, "sysconf", lambda name: 1024 if name == "SC_PHYS_PAGES" else 1)
+    assert real(faiss_index.Path(file)) is None  # 1 KiB of memory: a quarter is smaller than the file
+
+
 def test_empty_index_and_bad_input(tmp_path):
     empty = FaissIndex(dim=8)
     empty.build([], np.zeros((0, 8), dtype=np.float32))

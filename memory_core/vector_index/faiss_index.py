@@ -22,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -63,6 +64,41 @@ class IndexPolicy:
     def nlist_for(n: int) -> int:
         # ~2·sqrt(n) lists, and at least 39 training points per list (FAISS's k-means floor)
         return max(1, min(int(round(2 * math.sqrt(n))), n // 39))
+
+
+class _Prefetch(threading.Thread):
+    def __init__(self, path: Path, size: int, chunk: int):
+        super().__init__(name=f"prefetch:{path.parent.name}", daemon=True)
+        self.path, self.size, self.chunk = path, size, chunk
+        self.bytes_read = 0
+
+    def run(self) -> None:
+        buffer = bytearray(min(self.chunk, max(self.size, 1)))
+        try:
+            with open(self.path, "rb", buffering=0) as fh:
+                while n := fh.readinto(buffer):
+                    self.bytes_read += n
+        except OSError:
+            pass  # the build folder was removed meanwhile: the searches read what they need
+
+
+def prefetch_in_background(path: Path, chunk: int = 8 << 20) -> threading.Thread | None:
+    """Read a memory-mapped file once, in a daemon thread, so its pages are in the page cache before the
+    searches touch them. A mapped HNSW search visits a few thousand vectors scattered over the file, and
+    each one not yet read is a disk read: at 1M messages (a 1.7 GB index) 300 queries after a cold start
+    took a p95 of 128 ms in the message index alone, against 5 ms with the file read ahead
+    (`posix_fadvise(WILLNEED)` read nothing ahead here). Skipped for a file larger than a quarter of the
+    machine's memory."""
+    try:
+        size = path.stat().st_size
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return None
+    if size > memory // 4:
+        return None
+    thread = _Prefetch(path, size, chunk)
+    thread.start()
+    return thread
 
 
 @contextlib.contextmanager
@@ -246,6 +282,8 @@ class FaissIndex(VectorIndex):
             raise ValueError(f"{path}: unsupported index format {doc.get('format')!r}")
         flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mapped else 0
         index = faiss.read_index(str(real / INDEX_FILE), flags)
+        if mapped:
+            prefetch_in_background(real / INDEX_FILE)
         if index.ntotal != len(doc["ids"]):
             raise ValueError(f"{path}: index holds {index.ntotal} vectors but its id map {len(doc['ids'])}")
         out = cls(dim=doc["dim"], policy=IndexPolicy(**doc["policy"]), meta=doc.get("meta", {}))
