@@ -233,6 +233,67 @@ def test_indexes_stage_report_and_contracts(home, tmp_path):
     assert not ids.passed and concepts["not_in_source"] == 1 and concepts["ok"] is False
 
 
+def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(home, tmp_path):
+    """The messages family built from the segments index: a message's vector is the length-weighted mean of
+    the vectors of the segment pieces holding it (a long turn split over segments, a message alone in its
+    segment), unit length; a whole turn sharing its segment is embedded from its own text. Written into one
+    preallocated matrix and normalised in place."""
+    from memory_core.embeddings.base import l2_normalise
+    from memory_core.ingest.loader import ingest_file
+    from memory_core.segments import build_segments
+    from memory_core.store.schema import segments
+    from memory_core.vector_index.families import build_message_index_from_segments
+    from tests.conftest import write_jsonl
+
+    store, embedder = home.corpus("pieces"), HashingEmbedder(64)
+    long_turn = " ".join(
+        f"Day {d}: we walked the old town, ate at the market and took the tram." for d in range(9)
+    )
+    records = [
+        {"id": i, "conversation_id": conv, "role": role, "author": role, "text": text,
+         "created_at": f"2024-05-0{n + 1}T09:00:00Z"}
+        for n, (i, conv, role, text) in enumerate([
+            ("m1", "c1", "user", long_turn),
+            ("m2", "c1", "assistant", "That sounds like a lovely week in Lisbon."),
+            ("m3", "c1", "user", "Any tips for the flight home?"),
+            ("m4", "c1", "assistant", "Book an aisle seat and bring snacks."),
+            ("m5", "c2", "user", "Remind me to renew my passport."),
+        ])
+    ]  # fmt: skip
+    ingest_file(store, write_jsonl(tmp_path / "pieces.jsonl", records), "jsonl")
+    build_segments(store, token_cap=50)  # 200 characters: the long turn spans several segments
+    build_indexes(store, embedder)
+    seg_index = open_family_index(store, "segments")
+    seg_vectors = dict(zip(seg_index.ids, seg_index.vectors(range(seg_index.size)), strict=True))
+    pieces: dict[str, list[tuple[str, int]]] = {}
+    shared = set()
+    with store.staging.connect() as conn:
+        current = select(segments.c.segment_id, segments.c.message_spans).where(
+            segments.c.superseded_at.is_(None)
+        )
+        for sid, spans in conn.execute(current):
+            for span in spans:
+                pieces.setdefault(span["message_id"], []).append((sid, max(1, span["end"] - span["start"])))
+                if len({s["message_id"] for s in spans}) > 1:
+                    shared.add(span["message_id"])
+    with store.source.connect() as conn:
+        texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
+    for own_text_when_shared in (True, False):
+        build_message_index_from_segments(store, embedder, own_text_when_shared=own_text_when_shared)
+        msg_index = open_family_index(store, "messages")
+        stored = dict(zip(msg_index.ids, msg_index.vectors(range(msg_index.size)), strict=True))
+        assert set(stored) == set(texts) and len(stored) == 5
+        for mid, vector in stored.items():
+            parts = pieces[mid]
+            if own_text_when_shared and len(parts) == 1 and mid in shared:
+                expected = embedder.embed([texts[mid]])[0]
+            else:
+                expected = sum(seg_vectors[sid] * n for sid, n in parts)
+            np.testing.assert_allclose(vector, l2_normalise(np.asarray([expected]))[0], atol=1e-6)
+            assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    assert max(len(p) for p in pieces.values()) > 1  # some message is held by several pieces
+
+
 def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):
     corpus = build_small_corpus(home, tmp_path)
     embedder = HashingEmbedder(64)

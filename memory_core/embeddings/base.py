@@ -56,8 +56,13 @@ class Embedder(ABC):
         """How to rebuild this embedder (see `EmbedderSpec`)."""
 
 
-def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+def l2_normalise(matrix: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero); `in_place`: into a float32 `matrix` itself, for
+    a corpus's whole index (no second copy of it)."""
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
+    if in_place:
+        matrix /= norms
+        return matrix
     return matrix / norms

@@ -291,8 +291,9 @@ def build_message_index_from_segments(
     if segments_index is None:
         raise ValueError("the segments index must be built before messages can be derived from it")
     position = {sid: i for i, sid in enumerate(segments_index.ids)}
-    seg_vectors = segments_index.vectors(list(range(segments_index.size)))
-    dim = segments_index.dim
+    seg_vectors = segments_index.vectors(range(segments_index.size))
+    dim, segments_meta = segments_index.dim, segments_index.meta
+    del segments_index  # its HNSW graph and stored vectors: ~1 GB at 560k segments, no longer read
     weights: dict[str, list[tuple[int, int]]] = {}
     shared: set[str] = set()  # messages in a segment that holds other messages too
     with store.staging.connect() as conn:
@@ -308,32 +309,37 @@ def build_message_index_from_segments(
                 if len(held) > 1:
                     shared.add(span["message_id"])
     path = family_path(store, "messages")
-    model = segments_index.meta.get("model", embedder.model_name)
+    model = segments_meta.get("model", embedder.model_name)
     # an own-text vector is keyed "text:<content key>" so a rebuild can tell it from a derived one and reuse it
     reuse = _Reuse(_previous_build(path), model, "segments", dim)
     engine, stmt = _source(store, "messages")
     ids: list[str] = []
     keys: list[str] = []
-    rows: list[np.ndarray] = []
+    # filled in place: a list of per-message vectors, stacked and then normalised into new arrays, held
+    # three copies of 1M × 384 floats at once (4.5 GB of the 1M build's 10.2 GiB peak)
+    matrix = np.zeros((max(_count(store, "messages"), 1), dim), dtype=np.float32)
     missing: list[tuple[int, str]] = []
     reuse_rows: list[tuple[int, int]] = []
     with engine.connect() as conn:
         for r in conn.execute(stmt):
+            row = len(ids)
+            if row >= len(matrix):  # messages added since the count: grow
+                matrix = np.concatenate([matrix, np.zeros_like(matrix)])
             ids.append(r.id)
             parts = weights.get(r.id)
             if parts and not (own_text_when_shared and len(parts) == 1 and r.id in shared):
                 keys.append(r.key)
                 w = np.asarray([n for _, n in parts], dtype=np.float32)
-                rows.append((seg_vectors[[p for p, _ in parts]] * w[:, None]).sum(axis=0))
+                matrix[row] = (seg_vectors[[p for p, _ in parts]] * w[:, None]).sum(axis=0)
                 continue
             keys.append(f"text:{r.key}")
             hit = reuse.where.get(r.id)
             if hit and hit[1] == keys[-1]:
-                reuse_rows.append((len(rows), hit[0]))
+                reuse_rows.append((row, hit[0]))
             else:
-                missing.append((len(rows), r.text or ""))
-            rows.append(np.zeros(dim, dtype=np.float32))
-    matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), dim)
+                missing.append((row, r.text or ""))
+    del seg_vectors, weights
+    matrix = matrix[: len(ids)]
     if reuse_rows:
         matrix[[i for i, _ in reuse_rows]] = reuse.previous.vectors([pos for _, pos in reuse_rows])
     embed_seconds = 0.0
@@ -341,8 +347,8 @@ def build_message_index_from_segments(
         t0 = time.perf_counter()
         matrix[[i for i, _ in missing]] = embedder.embed([t for _, t in missing])
         embed_seconds = time.perf_counter() - t0
-    matrix = l2_normalise(matrix)
-    spec = segments_index.meta.get("embedder") or embedder.spec().as_dict()
+    matrix = l2_normalise(matrix, in_place=True)
+    spec = segments_meta.get("embedder") or embedder.spec().as_dict()
     meta = {"family": "messages", "model": model, "source": "segments", "embedder": spec}
     index = FaissIndex(dim=dim, policy=policy, meta=meta)
     index.build(ids, matrix, keys=keys)
