@@ -190,3 +190,18 @@ def test_every_benchmark_starts_as_a_module(tmp_path):
         )
         assert done.returncode == 0, (name, done.stderr[-2000:])
         assert "usage:" in done.stdout, name
+
+
+def test_the_cold_reader_benchmark_drops_the_index_files_and_times_both_readers(built_demo):
+    """bench_cold_reader's worker on a built corpus: the index files it drops and reads back are the
+    corpus's own, and the cold and warm passes time the same questions."""
+    from evals.benchmarks import bench_cold_reader
+
+    home, name = built_demo
+    files = bench_cold_reader._index_files(home.corpus(name).dir / "indexes")
+    assert any(p.name == "index.faiss" for p in files) and any(p.suffix == ".npz" for p in files)
+    out = bench_cold_reader.worker(str(home.root), name, queries=5, seed=0)
+    assert out["first_ms"] > 0
+    for side in ("cold", "warm"):
+        figures = out[side]
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["max_ms"]
