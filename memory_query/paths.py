@@ -64,7 +64,7 @@ class RetrievalPath:
 def lexical(state: QueryState) -> np.ndarray:
     doc_rows, _ = state.lexicon_rows
     scores = state.lexicon.messages.scores(state.tokens)
-    if state.reader.lexicon_in_table_order():
+    if scores.size == state.n and state.reader.lexicon_in_table_order(doc_rows):
         return scores
     out = state.zeros()
     if doc_rows.size:

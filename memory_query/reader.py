@@ -363,16 +363,20 @@ class CorpusReader:
 
         return self.memo("lexicon_alignment", (id(lexicon), id(table)), build)
 
-    def lexicon_in_table_order(self) -> bool:
+    def lexicon_in_table_order(self, docs: np.ndarray | None = None) -> bool:
         """Is lexical message document i message-table row i, for every row (the usual case: both are in
-        conversation order)? The lexical path then takes the scores as they are, without a scatter."""
-        docs, _ = self.lexicon_alignment()
+        conversation order)? `docs`: the alignment a query read (`lexicon_alignment`'s first array), so the
+        answer is about the arrays it holds. The lexical path then takes the scores as they are."""
+        if docs is None:
+            docs, _ = self.lexicon_alignment()
         n = len(self.messages())
-        return self.memo(
+        # the alignment is held with its answer, so no newer alignment can be given the same id
+        _, in_order = self.memo(
             "lexicon_in_table_order",
             (id(docs), n),
-            lambda: len(docs) == n and bool(np.array_equal(docs, np.arange(n))),
+            lambda: (docs, len(docs) == n and bool(np.array_equal(docs, np.arange(n)))),
         )
+        return in_order
 
     def vectors(self, family: str) -> FaissIndex | None:
         path = family_path(self.store, family)

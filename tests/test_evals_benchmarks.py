@@ -192,6 +192,7 @@ def test_every_benchmark_starts_as_a_module(tmp_path):
         assert "usage:" in done.stdout, name
 
 
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="posix_fadvise: Linux")
 def test_the_cold_reader_benchmark_drops_the_index_files_and_times_both_readers(built_demo):
     """bench_cold_reader's worker on a built corpus: the index files it drops and reads back are the
     corpus's own, and the cold and warm passes time the same questions."""

@@ -80,7 +80,11 @@ def test_the_sampled_cut_of_a_large_array_keeps_every_one_of_the_top_k():
     spread = rng.random(n).astype(np.float32)
     spread[rng.choice(n, 1000, replace=False)] = np.nan
     arrays = {"few": few, "unseen": unseen, "ties": ties, "spread": spread, "flat": np.ones(n, np.float32)}
+    from memory_query.fusion import _at_or_above_sampled_kth
+
     for name, values in arrays.items():
         expected = np.argsort(-np.where(np.isnan(values), -np.inf, values), kind="stable")
         for k in (1, 10, 50, 700):
             assert top_positions(values, k).tolist() == expected[:k].tolist(), (name, k)
+        cut = _at_or_above_sampled_kth(np.where(np.isnan(values), -np.inf, values), 10)
+        assert cut is not None and 10 <= len(cut) < n // 10, name  # the cut ran, and kept few

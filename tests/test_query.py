@@ -281,7 +281,7 @@ def test_the_lexical_path_takes_scores_in_table_order_as_they_are(home, tmp_path
     assert reader.lexicon_in_table_order() == bool(np.array_equal(docs, np.arange(len(docs))))
     in_order = lexical(state)
     assert (in_order > 0).sum() == 3 and reader.messages().source_ref[in_order.argmax()] == "m2"
-    monkeypatch.setattr(CorpusReader, "lexicon_in_table_order", lambda self: False)
+    monkeypatch.setattr(CorpusReader, "lexicon_in_table_order", lambda self, docs=None: False)
     assert np.array_equal(lexical(state), in_order)
 
 

@@ -92,7 +92,7 @@ def prefetch_in_background(path: Path, chunk: int = 8 << 20) -> threading.Thread
     try:
         size = path.stat().st_size
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # no sysconf (Windows) or no such name
         return None
     if size > memory // 4:
         return None
