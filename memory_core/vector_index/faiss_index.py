@@ -67,19 +67,25 @@ class IndexPolicy:
 
 
 class _Prefetch(threading.Thread):
-    def __init__(self, path: Path, size: int, chunk: int):
+    def __init__(self, path: Path, chunk: int):
         super().__init__(name=f"prefetch:{path.parent.name}", daemon=True)
-        self.path, self.size, self.chunk = path, size, chunk
+        self.path, self.chunk = path, chunk
         self.bytes_read = 0
 
     def run(self) -> None:
-        buffer = bytearray(min(self.chunk, max(self.size, 1)))
         try:
-            with open(self.path, "rb", buffering=0) as fh:
-                while n := fh.readinto(buffer):
-                    self.bytes_read += n
+            self.bytes_read = read_once(self.path, self.chunk)
         except OSError:
             pass  # the build folder was removed meanwhile: the searches read what they need
+
+
+def read_once(path: Path, chunk: int = 8 << 20) -> int:
+    """Read a file through once, into one reused buffer (its pages land in the page cache); bytes read."""
+    buffer, total = bytearray(chunk), 0
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buffer):
+            total += n
+    return total
 
 
 def prefetch_in_background(path: Path, chunk: int = 8 << 20) -> threading.Thread | None:
@@ -96,7 +102,7 @@ def prefetch_in_background(path: Path, chunk: int = 8 << 20) -> threading.Thread
         return None
     if size > memory // 4:
         return None
-    thread = _Prefetch(path, size, chunk)
+    thread = _Prefetch(path, chunk)
     thread.start()
     return thread
 
