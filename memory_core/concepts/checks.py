@@ -30,7 +30,9 @@ def evidence_grounding(store: CorpusStore) -> CheckResult:
 def concept_purity(
     store: CorpusStore, embedder: Embedder, threshold: float = PURITY_THRESHOLD
 ) -> CheckResult:
-    """Mean purity (pairwise cosine of the candidates each concept absorbed) above `threshold`."""
+    """Mean purity (the percentile of a concept's evidence pairs among evidence elsewhere, on the seeded sample of
+    `memory_core.concepts.purity`; the same sample as the consolidation report's, so its vectors are cache
+    hits) above `threshold`."""
     p = metrics.purity(store, embedder, threshold)
     worst = sorted(p["purity_by_concept"].items(), key=lambda kv: kv[1])[:10]
     return CheckResult(
@@ -40,6 +42,7 @@ def concept_purity(
             "purity_min": p["purity_min"],
             "concepts_scored": p["concepts_scored"],
             "impure_concepts": p["impure_concepts"],
+            "purity_sample": p["purity_sample"],
             "least_pure": {cid: round(v, 4) for cid, v in worst},
         },
     )

@@ -13,10 +13,18 @@ that glued two things together ("Max" the dog and "Max" the coworker) falls towa
 pairs are far apart. The figure is a percentile, so it does not depend on the scale of an embedder's
 cosines, and 25 identical mention keys no longer score 1.0 whatever their evidence says.
 Reported over concepts with at least two pieces of evidence.
+
+Sampled, so the figure costs the same whatever the corpus's size (embedding every piece of evidence was
+11 s of a 500-turn haystack's 105 s build, for a metric): at most `concepts` concepts are scored and the
+reference is at most `reference` pieces, each chosen by a seeded hash of what it is (a concept's id, a
+piece's concept and span), not by position, so a concept stays in the sample as the memory grows around
+it and a rebuild scores the same concepts. Only the scored concepts' pieces and the reference are
+embedded. `purity_sample` in the result says how much was sampled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 
@@ -93,8 +101,33 @@ def _against_sample(multi: dict[str, list[int]], v: np.ndarray, sample: np.ndarr
         start = end
 
 
+SAMPLE_CONCEPTS = 100
+SAMPLE_REFERENCE = 300
+SAMPLE_PER_CONCEPT = 8
+
+
+def _capped(cid: str, idx: list[int], pieces: list, cap: int, seed: int) -> list[int]:
+    """A concept's pieces, or a seeded `cap` of them (its mean over pairs, estimated on fewer pairs)."""
+    if len(idx) <= cap:
+        return idx
+    keys = [f"{cid}\x1f{pieces[i][1]}\x1f{pieces[i][2]}\x1f{pieces[i][3]}" for i in idx]
+    return sorted(idx[j] for j in _seeded_order(keys, seed)[:cap])
+
+
+def _seeded_order(keys: list[str], seed: int) -> list[int]:
+    """Positions of `keys` in the order of a seeded hash of each key (a sample = a prefix of it)."""
+    rank = [hashlib.sha256(f"{seed}\x1f{k}".encode()).hexdigest() for k in keys]
+    return sorted(range(len(keys)), key=rank.__getitem__)
+
+
 def purity(
-    store: CorpusStore, embedder: Embedder, threshold: float = 0.70, reference: int = 2000, seed: int = 0
+    store: CorpusStore,
+    embedder: Embedder,
+    threshold: float = 0.70,
+    reference: int = SAMPLE_REFERENCE,
+    seed: int = 0,
+    concepts: int = SAMPLE_CONCEPTS,
+    per_concept: int = SAMPLE_PER_CONCEPT,
 ) -> dict:
     pieces = _evidence(store)
     by_concept: dict[str, list[int]] = defaultdict(list)
@@ -103,28 +136,66 @@ def purity(
     multi = {c: idx for c, idx in by_concept.items() if len(idx) >= 2}
     if not multi:
         return {"purity": 1.0, "purity_min": 1.0, "concepts_scored": 0, "impure_concepts": 0,
-                "purity_by_concept": {}, "measure": "evidence_percentile"}  # fmt: skip
-    texts = _texts(store, sorted({p[1] for p in pieces}))
-    contexts = [evidence_context(texts.get(m, ""), a, b, name) or "(missing)" for _, m, a, b, name in pieces]
-    unique = sorted(set(contexts))
+                "purity_by_concept": {}, "measure": "evidence_percentile",
+                "purity_sample": _sample_figures(0, 0, 0, len(pieces))}  # fmt: skip
+    eligible = len(multi)
+    if eligible > concepts:
+        ids = list(multi)
+        kept = set(_seeded_order(ids, seed)[:concepts])
+        multi = {c: idx for j, (c, idx) in enumerate(multi.items()) if j in kept}
+    multi = {c: _capped(c, idx, pieces, per_concept, seed) for c, idx in multi.items()}
+    piece_keys = [f"{c}\x1f{m}\x1f{a}\x1f{b}" for c, m, a, b, _ in pieces]
+    sample = np.array(sorted(_seeded_order(piece_keys, seed)[:reference]), dtype=np.int64)
+    needed = sorted({i for idx in multi.values() for i in idx} | set(sample.tolist()))
+    texts = _texts(store, sorted({pieces[i][1] for i in needed}))
+    contexts = {
+        i: evidence_context(texts.get(pieces[i][1], ""), pieces[i][2], pieces[i][3], pieces[i][4])
+        or "(missing)"
+        for i in needed
+    }
+    unique = sorted(set(contexts.values()))
     position = {t: i for i, t in enumerate(unique)}
     vectors = np.concatenate([embedder.embed(unique[i : i + 2048]) for i in range(0, len(unique), 2048)])
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    v = vectors[[position[t] for t in contexts]].astype(np.float32)
-    rng = np.random.default_rng(seed)
-    sample = (
-        np.arange(len(pieces))
-        if len(pieces) <= reference
-        else rng.choice(len(pieces), reference, replace=False)
-    )
-    spans = [(p[1], p[2], p[3]) for p in pieces]
-    # span → the sample positions holding it
-    in_sample: dict[tuple, list[int]] = defaultdict(list)
+    v = np.zeros((len(pieces), vectors.shape[1]), dtype=np.float32)  # rows outside the sample stay unread
+    v[needed] = vectors[[position[contexts[i]] for i in needed]]
+    scores = _scores(multi, by_concept, v, sample, [(p[1], p[2], p[3]) for p in pieces])
+    values = np.array(list(scores.values())) if scores else np.array([1.0])
+    return {
+        "purity": round(float(values.mean()), 4),
+        "purity_min": round(float(values.min()), 4),
+        "concepts_scored": len(scores),
+        "impure_concepts": int((values < threshold).sum()) if scores else 0,
+        "purity_by_concept": scores,
+        "measure": "evidence_percentile",
+        "purity_sample": _sample_figures(eligible, len(multi), len(sample), len(pieces)),
+    }
+
+
+def _sample_figures(eligible: int, sampled: int, reference: int, pieces: int) -> dict:
+    return {
+        "concepts_eligible": eligible,
+        "concepts_sampled": sampled,
+        "reference_pieces": reference,
+        "evidence_pieces": pieces,
+    }
+
+
+def _scores(
+    multi: dict[str, list[int]],
+    own: dict[str, list[int]],
+    v: np.ndarray,
+    sample: np.ndarray,
+    spans: list[tuple],
+) -> dict[str, float]:
+    """Per concept: the mean percentile of its pairs' similarity among its pieces' similarities to the
+    reference's pieces of other concepts (a piece with the same span as the pair's first does not count)."""
+    in_sample: dict[tuple, list[int]] = defaultdict(list)  # span → the sample positions holding it
     for j, k in enumerate(sample.tolist()):
         in_sample[spans[k]].append(j)
     scores: dict[str, float] = {}
     for cid, idx, against in _against_sample(multi, v, sample):
-        outside = ~np.isin(sample, idx)  # sample positions holding other concepts' evidence
+        outside = ~np.isin(sample, own[cid])  # sample positions holding other concepts' evidence
         if not outside.any():
             continue
         within = v[idx] @ v[idx].T  # n × n
@@ -138,12 +209,4 @@ def purity(
                 values.extend((np.searchsorted(ref, row, side="left") / ref.size).tolist())
         if values:
             scores[cid] = float(np.mean(values))
-    values = np.array(list(scores.values())) if scores else np.array([1.0])
-    return {
-        "purity": round(float(values.mean()), 4),
-        "purity_min": round(float(values.min()), 4),
-        "concepts_scored": len(scores),
-        "impure_concepts": int((values < threshold).sum()) if scores else 0,
-        "purity_by_concept": scores,
-        "measure": "evidence_percentile",
-    }
+    return scores

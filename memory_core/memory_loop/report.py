@@ -152,6 +152,7 @@ class ConsolidationReport:
             "purity": self.purity["purity"],
             "purity_min": self.purity["purity_min"],
             "impure_concepts": self.purity["impure_concepts"],
+            "purity_sample": self.purity["purity_sample"],
             "evidence_grounding": self.grounding["grounding"],
             "ungrounded_concepts": self.grounding["ungrounded_concepts"],
             "embedding_model": self.embedding_model,
