@@ -378,11 +378,16 @@ def test_build_floor_benchmark_runs(home, tmp_path, capsys):
     from evals.benchmarks.bench_build_floor import main
 
     data = write_json(tmp_path / "lme.json", lme_file_records()[:1])
-    assert main(["--data", str(data), "--repeats", "1", "--embedder", "hashing"]) == 0
+    this_code = Path(__file__).resolve().parents[1]  # as its own baseline: the same concepts and topics
+    argv = ["--data", str(data), "--repeats", "1", "--embedder", "hashing", "--baseline-code", str(this_code)]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     assert (
         "haystack q_multi: 8 turns" in printed and "x the floor" in printed and "messages: median" in printed
     )
+    identical = next(line for line in printed.splitlines() if "outputs identical to the baseline's" in line)
+    assert "canonical_concepts': True" in identical and "False" not in identical
+    assert "'purity': " in printed and "concepts_sampled" in printed
 
 
 def test_ablation_variants_name_registry_paths():

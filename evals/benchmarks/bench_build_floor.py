@@ -20,6 +20,7 @@ path), interleaved with this one's, so "before" and "after" see the same machine
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import subprocess
@@ -70,17 +71,86 @@ def worker(data: str, question_id: str, home_dir: str, numba: str | None, embedd
         corpus = build(haystack)
         build_seconds = time.perf_counter() - t0
         total = time.perf_counter() - started
+        purity = _purity_figures(instance)
         t0 = time.perf_counter()
         build(haystack)
         rebuild_seconds = time.perf_counter() - t0
         topics = _topics_figures(corpus.store)
+        identity = output_digests(corpus.store)
     return {
         "wall_seconds": total,  # process start → built: imports, model load and every asset
         "build_seconds": build_seconds,  # the run alone
         "rebuild_seconds": rebuild_seconds,
         "stages": corpus.stage_seconds,
         "topics": topics,
+        "purity": purity,
+        "identity": identity,
     }
+
+
+# what a speed-only change must leave as it was: the concept memory and the topics, without the columns a run
+# stamps (times, run and action ids)
+_DIGESTED = {
+    "canonical_concepts": ("concept_id",),
+    "concept_evidence": ("concept_id", "mention_id"),
+    "action_log": ("concept_id", "mention_id", "action"),
+    "topics": ("topic_id",),
+    "topic_segments": ("segment_id",),
+}
+_STAMPS = frozenset({"recorded_at", "run_id", "action_id", "built_at", "created_at", "updated_at"})
+
+
+def _scrub(value):
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in sorted(value.items()) if k not in _STAMPS}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, bytes | memoryview):
+        return hashlib.md5(bytes(value)).hexdigest()
+    return value
+
+
+def output_digests(store) -> dict[str, str]:
+    """md5 of each table's sorted rows, stamps left out: equal digests = the same concepts and topics."""
+    from sqlalchemy import select
+
+    from memory_core.store import schema
+
+    out = {}
+    with store.staging.connect() as conn:
+        for name in _DIGESTED:
+            table = getattr(schema, name)
+            columns = [c for c in table.c if c.name not in _STAMPS]
+            rows = sorted(
+                json.dumps([_scrub(r[c.name]) for c in columns], default=str)
+                for r in conn.execute(select(*columns)).mappings()
+            )
+            out[name] = hashlib.md5("\n".join(rows).encode()).hexdigest()[:12]
+    return out
+
+
+def _purity_figures(instance) -> dict:
+    """The consolidation report's purity figures of the build (its canonical_concepts materialisation)."""
+    import dagster as dg
+
+    event = instance.get_latest_materialization_event(dg.AssetKey("canonical_concepts"))
+    if event is None or event.asset_materialization is None:
+        return {}
+    figures = {}
+    for key, entry in event.asset_materialization.metadata.items():
+        value = getattr(entry, "value", entry)
+        if isinstance(value, dict) and key == "figures":
+            figures.update(value)
+        else:
+            figures[key.split("/")[-1]] = value
+    return {k: figures.get(k) for k in ("purity", "purity_min", "impure_concepts", "purity_sample")}
 
 
 def _topics_figures(store) -> dict:
@@ -185,6 +255,8 @@ def report(name: str, floors: list[float], builds: list[dict]) -> None:
     for stage, seconds in stages.items():
         print(f"  [{name}] {stage}: median {seconds:.2f}s")
     print(f"  [{name}] topics: {builds[-1]['topics']}")
+    print(f"  [{name}] purity: {builds[-1].get('purity')}")
+    print(f"  [{name}] output digests: {builds[-1].get('identity')}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,6 +322,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             for name in codes:
                 report(name, floors, builds[name])
+            if "baseline" in codes:
+                same = {
+                    table: builds["this"][-1]["identity"].get(table) == digest
+                    for table, digest in builds["baseline"][-1]["identity"].items()
+                }
+                print(f"  outputs identical to the baseline's: {same}", flush=True)
     return 0
 
 
