@@ -5,7 +5,8 @@ reports them, the gardener judges a Phase 1 run by them).
   coverage counts only active concepts with confidence ≥ `high_confidence`.
 - purity: evidence homogeneity of a concept, on its evidence itself (a fact's span, a name's sentence): the
   percentile of its pieces' mutual similarity among their similarities to other concepts' evidence
-  (`memory_core.concepts.purity`). Reported over concepts with ≥ 2 pieces of evidence.
+  (`memory_core.concepts.purity`). Reported over concepts with ≥ 2 pieces of evidence, on a seeded sample of
+  them when there are many (`purity_sample` says how many).
 - grounding: share of live concepts whose every evidence span still equals its message text.
 - compression: linked mentions per live concept; residual share: memory-loop residuals per mention.
 """

@@ -3,8 +3,9 @@
 - anchored rate: share of live segments holding active evidence of a live *refined* concept — one that is
   more than its seed mention: corroborated by a second piece of evidence (support ≥ 2) or revised at least
   once (by the memory loop's refine or a gardener action). Target > 0.60.
-- concept purity: the concept memory's purity (mean pairwise cosine of the candidates each concept absorbed),
-  target > 0.70.
+- concept purity: the concept memory's purity (`memory_core.concepts.purity`: on a seeded sample of concepts,
+  chosen by a hash of their ids, so the concepts a refactor left alone are scored before and after alike;
+  their vectors are the consolidation report's, from the cache), target > 0.70.
 - traceability: share of applied merge/split actions whose cited source ids are non-empty and all exist as
   messages. Target 100%.
 """
@@ -89,6 +90,7 @@ def quality(store: CorpusStore, embedder: Embedder, purity_threshold: float = 0.
         "purity": purity["purity"],
         "impure_concepts": purity["impure_concepts"],
         "concepts_scored": purity["concepts_scored"],
+        "purity_concepts_eligible": purity["purity_sample"]["concepts_eligible"],
         "concepts": totals["concepts"],
         "coverage": coverage["coverage"],
     }
