@@ -23,6 +23,11 @@ def corpus_store(
     return storage.corpus(context.partition_key)
 
 
+def run_materializes(context: dg.AssetExecutionContext, asset_key: str) -> bool:
+    """Whether this run also materialises `asset_key` (the assets its job, or its subset of a job, selected)."""
+    return dg.AssetKey(asset_key) in context.job_def.asset_layer.selected_asset_keys
+
+
 def md_table(
     rows: Sequence[Mapping], columns: Iterable[str] | None = None, limit: int = 30
 ) -> dg.MetadataValue:

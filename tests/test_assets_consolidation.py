@@ -99,3 +99,34 @@ def test_materialize_canonical_concepts_with_checks(home, instance, tmp_path):
             ).mappings()
         ] == before
         assert conn.execute(select(func.count()).select_from(action_log)).scalar_one() == actions
+
+
+def _logged(instance, result, text: str) -> bool:
+    return any(text in (entry.user_message or "") for entry in instance.all_logs(result.run_id))
+
+
+def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(home, instance, tmp_path):
+    from sqlalchemy import select as sql_select
+
+    from memory_core.embeddings import EmbeddingCache, HashingEmbedder
+    from memory_core.ids import sha256_text
+    from memory_core.store.schema import segments
+
+    register(home, plan_corpora("dana", write_jsonl(tmp_path / "dana.jsonl", jsonl_rows())))
+    instance.add_dynamic_partitions(corpus_partitions.name, ["dana"])
+    assert _materialize(instance, home, dg.AssetSelection.assets("messages", "segments")).success
+    add_mentions(home.corpus("dana"), MENTIONS)
+    ahead = "embedded ahead of the topics stage"
+
+    alone = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
+    assert alone.success and not _logged(instance, alone, ahead)  # no topics in the run: nothing embedded for it
+    with home.corpus("dana").staging.connect() as conn:
+        texts = list(conn.execute(sql_select(segments.c.text).where(segments.c.superseded_at.is_(None))).scalars())
+    cache, model = EmbeddingCache.for_home(home), HashingEmbedder(EmbeddingsResource(provider="hashing").hashing_dim)
+    assert not cache.get_many(model.model_name, [sha256_text(t) for t in texts])
+
+    both = dg.AssetSelection.assets("canonical_concepts", "topics")
+    run_config = {"ops": {**RUN_CONFIG["ops"], "topics": {"config": {"n_trials": 4, "min_points": 4}}}}
+    result = _materialize(instance, home, both, run_config)
+    assert result.success and _logged(instance, result, ahead)
+    assert len(cache.get_many(model.model_name, [sha256_text(t) for t in texts])) == len(set(texts))

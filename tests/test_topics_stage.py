@@ -333,3 +333,70 @@ def test_topic_layer_reports_and_contracts(store):
     assert (
         not hierarchy.passed and hierarchy.figures["domains_with_wrong_size"] == hierarchy.figures["domains"]
     )
+
+
+class _RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping every list of texts the model was asked for."""
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_segment_vectors_embedded_ahead_are_the_stage_s_chunks_last_first_and_the_stage_embeds_none(
+    store, home
+):
+    from memory_core.embeddings import CachedEmbedder, EmbeddingCache
+    from memory_core.topics.prefetch import prefetch_segment_vectors
+    from memory_core.topics.stage import load_segments
+
+    texts = [s.text for s in load_segments(store)]
+    ahead = _RecordingEmbedder(256)
+    prefetch = prefetch_segment_vectors(store, CachedEmbedder(ahead, EmbeddingCache.for_home(home)), batch=16)
+    prefetch.join(timeout=60)
+    chunks = [texts[i : i + 16] for i in range(0, len(texts), 16)]
+    assert len(chunks) == 3 and prefetch.error is None and prefetch.done == 3
+    assert ahead.calls == chunks[::-1]  # the stage's own chunks, last first: the two meet in the middle
+
+    stage = _RecordingEmbedder(256)
+    report = build_topics(
+        store, CachedEmbedder(stage, EmbeddingCache.for_home(home)), CONFIG, Describer(), run_id="r1"
+    )
+    assert report.status == "built" and report.figures["segments"] == len(texts)
+    assert not set(texts) & {t for call in stage.calls for t in call}  # every segment vector was cached
+    alone = build_topics(store, EMBEDDER, TopicsConfig(tuner=CONFIG.tuner, force=True), Describer(), "r2")
+    assert alone.figures["topics"] == report.figures["topics"]
+    assert alone.figures["silhouette"] == report.figures["silhouette"]
+
+
+def test_a_stopped_prefetch_ends_between_chunks_and_a_failing_one_records_why(store, home):
+    from memory_core.topics.prefetch import SegmentVectorPrefetch
+
+    class Failing(HashingEmbedder):
+        def embed(self, texts):
+            raise OSError("disk full")
+
+    failed = SegmentVectorPrefetch(Failing(256), [["a"], ["b"]]).start()
+    failed.join(timeout=10)
+    assert failed.error == "OSError: disk full" and failed.done == 0 and not failed.running()
+
+    import threading
+
+    release, entered = threading.Event(), threading.Event()
+
+    class Slow(_RecordingEmbedder):
+        def embed(self, texts):
+            entered.set()
+            release.wait(10)  # the first chunk is in flight when the run ends
+            return super().embed(texts)
+
+    slow = Slow(256)
+    stopping = SegmentVectorPrefetch(slow, [["a"], ["b"], ["c"]]).start()
+    assert entered.wait(10)
+    threading.Timer(0.2, release.set).start()
+    stopping.stop(timeout=10)  # what the process does at exit: the chunk in flight ends, no other starts
+    assert slow.calls == [["c"]] and stopping.done == 1 and not stopping.running()

@@ -1,0 +1,68 @@
+"""Segment vectors embedded ahead of the topics stage, on a daemon thread, while the stages before it run.
+
+The topics stage's segment pass is most of a build's embedding (~45 of ~105 s on a 500-turn LongMemEval
+haystack), and the stages that run between segments and topics (extraction, the concept loop) keep one
+core busy. This thread embeds the current segments' texts on another core, through the shared embedding
+cache, in the very chunks the topics stage asks for (`embed_texts`), from the last chunk backwards. The
+topics stage takes chunks from the first, finds the prefetched ones in the cache, and the two meet in the
+middle: at most the chunk in flight at that moment is embedded by both, and both compute the same vectors
+(same model, same chunk: sentence-transformers sorts a call's texts by length, so the batches are the same).
+
+A failed prefetch costs nothing but its time: whatever it did not store, the topics stage embeds itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+
+from memory_core.embeddings.base import Embedder
+from memory_core.store.db import CorpusStore
+from memory_core.topics.stage import TopicsConfig, load_segments
+
+
+class SegmentVectorPrefetch:
+    """Embeds `chunks` (lists of texts) last to first on a daemon thread; `stop` ends it between chunks."""
+
+    def __init__(self, embedder: Embedder, chunks: list[list[str]]):
+        self.embedder = embedder
+        self.chunks = chunks
+        self.done = 0  # chunks embedded or found in the cache
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="segment-vector-prefetch", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            for chunk in reversed(self.chunks):
+                if self._stop.is_set():
+                    return
+                self.embedder.embed(chunk)  # a cached embedder: hits cost a lookup, misses are stored
+                self.done += 1
+        except Exception as exc:  # the topics stage embeds what is missing; the run must not fail here
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def start(self) -> SegmentVectorPrefetch:
+        self._thread.start()
+        atexit.register(self.stop)  # a process that ends first (a run without topics) waits one chunk at most
+        return self
+
+    def stop(self, timeout: float | None = 60.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until every chunk is embedded (or the prefetch failed or was stopped)."""
+        self._thread.join(timeout)
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+
+def prefetch_segment_vectors(
+    store: CorpusStore, embedder: Embedder, batch: int = TopicsConfig.embed_batch
+) -> SegmentVectorPrefetch:
+    """Start embedding the corpus's current segments in the topics stage's chunks (see the module doc)."""
+    texts = [s.text for s in load_segments(store)]
+    chunks = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+    return SegmentVectorPrefetch(embedder, chunks).start()
