@@ -1,5 +1,7 @@
 """Asset `canonical_concepts`: the Concept Memory Loop over a corpus's new mentions."""
 
+import os
+
 import dagster as dg
 from pydantic import Field
 
@@ -197,7 +199,8 @@ def canonical_concepts(
     client = llm.build_client(home) if config.llm_adjudicator else None
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
-    if run_materializes(context, "topics"):  # its segment pass, on another core while the loop runs
+    # the topics stage's segment pass, on a core the loop leaves idle (one core: it would only compete)
+    if run_materializes(context, "topics") and (os.cpu_count() or 1) > 1:
         prefetch_segment_vectors(store, embeddings.cached_embedder(home))
         context.log.info(f"{store.name}: segment vectors are being embedded ahead of the topics stage")
     with store.write_lock(), progress_to(context.log.info):
