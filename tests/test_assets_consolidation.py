@@ -105,13 +105,18 @@ def _logged(instance, result, text: str) -> bool:
     return any(text in (entry.user_message or "") for entry in instance.all_logs(result.run_id))
 
 
-def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(home, instance, tmp_path):
+def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(
+    home, instance, tmp_path, monkeypatch
+):
+    import os
+
     from sqlalchemy import select as sql_select
 
     from memory_core.embeddings import EmbeddingCache, HashingEmbedder
     from memory_core.ids import sha256_text
     from memory_core.store.schema import segments
 
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # a one-core runner does not prefetch
     register(home, plan_corpora("dana", write_jsonl(tmp_path / "dana.jsonl", jsonl_rows())))
     instance.add_dynamic_partitions(corpus_partitions.name, ["dana"])
     assert _materialize(instance, home, dg.AssetSelection.assets("messages", "segments")).success
@@ -130,3 +135,7 @@ def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(hom
     result = _materialize(instance, home, both, run_config)
     assert result.success and _logged(instance, result, ahead)
     assert len(cache.get_many(model.model_name, [sha256_text(t) for t in texts])) == len(set(texts))
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the prefetch would only compete with the loop
+    again = _materialize(instance, home, both, run_config)
+    assert again.success and not _logged(instance, again, ahead)

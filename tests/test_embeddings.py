@@ -223,6 +223,32 @@ def test_local_minilm_embeds_meaningfully(home):
     assert embedder.stats.hits == 1
 
 
+_TWO_THREADS_LOAD = """
+import threading
+from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder, _load_model
+a, b = SentenceTransformerEmbedder(threads=1), SentenceTransformerEmbedder(threads=1)
+start = threading.Barrier(2)
+def embed(embedder):
+    start.wait()
+    embedder.embed(["Dana walks Max every morning"])
+threads = [threading.Thread(target=embed, args=(e,)) for e in (a, b)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(_load_model.cache_info().misses, a._model is b._model)
+"""
+
+
+@pytest.mark.slow
+def test_two_threads_asking_for_the_model_at_once_load_it_once():
+    """The concept loop and the segment-vector prefetch may make a process's first embedding call together."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TWO_THREADS_LOAD], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["1", "True"]
+
+
 # ------------------------------------------------------------------------------------------------ specs
 def test_an_index_saves_its_embedder_spec_and_the_read_side_rebuilds_that_embedder(built_demo):
     """The demo was built with `hashing_dim=256`, not the default local model: the query embedder comes

@@ -397,6 +397,8 @@ def test_a_stopped_prefetch_ends_between_chunks_and_a_failing_one_records_why(st
     slow = Slow(256)
     stopping = SegmentVectorPrefetch(slow, [["a"], ["b"], ["c"]]).start()
     assert entered.wait(10)
-    threading.Timer(0.2, release.set).start()
-    stopping.stop(timeout=10)  # what the process does at exit: the chunk in flight ends, no other starts
+    stopping.stop(timeout=0)  # the process ends while the first chunk is in flight
+    release.set()
+    stopping.join(timeout=10)  # the chunk in flight ends, no other starts
     assert slow.calls == [["c"]] and stopping.done == 1 and not stopping.running()
+    assert stopping.chunks == []  # nothing kept once it ended

@@ -200,7 +200,8 @@ def canonical_concepts(
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
     # the topics stage's segment pass, on a core the loop leaves idle (one core: it would only compete)
-    if run_materializes(context, "topics") and (os.cpu_count() or 1) > 1:
+    # (without the cache it would throw its vectors away)
+    if run_materializes(context, "topics") and (os.cpu_count() or 1) > 1 and embeddings.use_cache:
         prefetch_segment_vectors(store, embeddings.cached_embedder(home))
         context.log.info(f"{store.name}: segment vectors are being embedded ahead of the topics stage")
     with store.write_lock(), progress_to(context.log.info):

@@ -26,6 +26,11 @@ MINILM_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 32
 
 
+# lru_cache does not lock while it computes: two threads of one run (the concept loop and the segment-vector
+# prefetch) asking at once would each load a model, importing torch from both
+_MODEL_LOAD = threading.Lock()
+
+
 @functools.lru_cache(maxsize=4)
 def _load_model(model_path: str | None, threads: int):
     """One loaded model per (path, threads) per process: every stage of an in-process run shares it."""
@@ -74,7 +79,8 @@ class SentenceTransformerEmbedder(Embedder):
     def _load(self):
         with self._lock:
             if self._model is None:
-                self._model = _load_model(self.model_path, self.threads)
+                with _MODEL_LOAD:
+                    self._model = _load_model(self.model_path, self.threads)
                 if self.max_seq_length:
                     self._model.max_seq_length = self.max_seq_length
                 self.dim = int(self._model.get_embedding_dimension())

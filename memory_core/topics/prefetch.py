@@ -6,7 +6,12 @@ core busy. This thread embeds the current segments' texts on another core, throu
 cache, in the very chunks the topics stage asks for (`embed_texts`), from the last chunk backwards. The
 topics stage takes chunks from the first, finds the prefetched ones in the cache, and the two meet in the
 middle: at most the chunk in flight at that moment is embedded by both, and both compute the same vectors
-(same model, same chunk: sentence-transformers sorts a call's texts by length, so the batches are the same).
+(same model, same chunk: sentence-transformers sorts a call's texts by length, so the batches are the same),
+equal but for float noise (~1e-7) between threads, which the topic tuner can feel (evals/README.md).
+
+`canonical_concepts` starts it because it is the stage that runs before `topics` in a build's plan (the two
+sit in one level of the plan, which Dagster orders by name); an embedder without a cache would throw the
+vectors away, so there is no prefetch without one.
 
 A failed prefetch costs nothing but its time: whatever it did not store, the topics stage embeds itself.
 """
@@ -17,6 +22,7 @@ import atexit
 import threading
 
 from memory_core.embeddings.base import Embedder
+from memory_core.embeddings.cache import CachedEmbedder
 from memory_core.store.db import CorpusStore
 from memory_core.topics.stage import TopicsConfig, load_segments
 
@@ -41,10 +47,16 @@ class SegmentVectorPrefetch:
                 self.done += 1
         except Exception as exc:  # the topics stage embeds what is missing; the run must not fail here
             self.error = f"{type(exc).__name__}: {exc}"
+        finally:  # a process building many corpora (an eval run) keeps no texts or connection per corpus
+            self.chunks = []
+            atexit.unregister(self.stop)
+            cache = getattr(self.embedder, "cache", None)
+            if cache is not None:
+                cache.close()
 
     def start(self) -> SegmentVectorPrefetch:
+        atexit.register(self.stop)  # a process that ends first waits for the chunk in flight, no more
         self._thread.start()
-        atexit.register(self.stop)  # a process that ends first (a run without topics) waits one chunk at most
         return self
 
     def stop(self, timeout: float | None = 60.0) -> None:
@@ -60,9 +72,10 @@ class SegmentVectorPrefetch:
 
 
 def prefetch_segment_vectors(
-    store: CorpusStore, embedder: Embedder, batch: int = TopicsConfig.embed_batch
+    store: CorpusStore, embedder: CachedEmbedder, batch: int = TopicsConfig.embed_batch
 ) -> SegmentVectorPrefetch:
-    """Start embedding the corpus's current segments in the topics stage's chunks (see the module doc)."""
+    """Start embedding the corpus's current segments in the topics stage's chunks (see the module doc). The
+    embedder must keep what it computes (a cached one; the prefetch takes it over and closes its cache)."""
     texts = [s.text for s in load_segments(store)]
     chunks = [texts[i : i + batch] for i in range(0, len(texts), batch)]
     return SegmentVectorPrefetch(embedder, chunks).start()
