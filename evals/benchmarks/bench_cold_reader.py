@@ -59,11 +59,11 @@ def _latencies(questions: list[str], corpus: str, pool) -> list[float]:
 
 
 def _summary(ms: list[float]) -> dict:
-    from evals.benchmarks.bench_scale import _percentile
+    from evals.metrics import percentile
 
     return {
         "p50_ms": round(statistics.median(ms), 1),
-        "p95_ms": round(_percentile(ms, 0.95), 1),
+        "p95_ms": round(percentile(ms, 95), 1),
         "max_ms": round(max(ms), 1),
     }
 

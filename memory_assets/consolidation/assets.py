@@ -199,8 +199,8 @@ def canonical_concepts(
     client = llm.build_client(home) if config.llm_adjudicator else None
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
-    # the topics stage's segment pass, on a core the loop leaves idle (one core: it would only compete)
-    # (without the cache it would throw its vectors away)
+    # the topics stage's segment pass, on a core the loop leaves idle (with one core it would only compete;
+    # without the cache it would throw its vectors away)
     if run_materializes(context, "topics") and (os.cpu_count() or 1) > 1 and embeddings.use_cache:
         prefetch_segment_vectors(store, embeddings.cached_embedder(home))
         context.log.info(f"{store.name}: segment vectors are being embedded ahead of the topics stage")

@@ -157,9 +157,16 @@ def purity(
     position = {t: i for i, t in enumerate(unique)}
     vectors = np.concatenate([embedder.embed(unique[i : i + 2048]) for i in range(0, len(unique), 2048)])
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    v = np.zeros((len(pieces), vectors.shape[1]), dtype=np.float32)  # rows outside the sample stay unread
-    v[needed] = vectors[[position[contexts[i]] for i in needed]]
-    scores = _scores(multi, by_concept, v, sample, [(p[1], p[2], p[3]) for p in pieces])
+    # one row per piece read (the scored concepts' and the reference's), not one per piece of the memory
+    row = {i: r for r, i in enumerate(needed)}
+    v = vectors[[position[contexts[i]] for i in needed]].astype(np.float32)
+    scores = _scores(
+        {c: [row[i] for i in idx] for c, idx in multi.items()},
+        np.array([pieces[k][0] for k in sample.tolist()]),
+        v,
+        np.array([row[k] for k in sample.tolist()], dtype=np.int64),
+        [(pieces[i][1], pieces[i][2], pieces[i][3]) for i in needed],
+    )
     values = np.array(list(scores.values())) if scores else np.array([1.0])
     return {
         "purity": round(float(values.mean()), 4),
@@ -183,19 +190,20 @@ def _sample_figures(eligible: int, sampled: int, reference: int, pieces: int) ->
 
 def _scores(
     multi: dict[str, list[int]],
-    own: dict[str, list[int]],
+    owners: np.ndarray,
     v: np.ndarray,
     sample: np.ndarray,
     spans: list[tuple],
 ) -> dict[str, float]:
     """Per concept: the mean percentile of its pairs' similarity among its pieces' similarities to the
-    reference's pieces of other concepts (a piece with the same span as the pair's first does not count)."""
+    reference's pieces of other concepts (a piece with the same span as the pair's first does not count).
+    `multi`'s and `sample`'s positions are rows of `v` and `spans`; `owners`: each reference piece's concept."""
     in_sample: dict[tuple, list[int]] = defaultdict(list)  # span → the sample positions holding it
     for j, k in enumerate(sample.tolist()):
         in_sample[spans[k]].append(j)
     scores: dict[str, float] = {}
     for cid, idx, against in _against_sample(multi, v, sample):
-        outside = ~np.isin(sample, own[cid])  # sample positions holding other concepts' evidence
+        outside = owners != cid  # sample positions holding other concepts' evidence
         if not outside.any():
             continue
         within = v[idx] @ v[idx].T  # n × n

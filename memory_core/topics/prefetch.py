@@ -19,12 +19,15 @@ A failed prefetch costs nothing but its time: whatever it did not store, the top
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 
 from memory_core.embeddings.base import Embedder
 from memory_core.embeddings.cache import CachedEmbedder
 from memory_core.store.db import CorpusStore
-from memory_core.topics.stage import TopicsConfig, load_segments
+from memory_core.topics.stage import TopicsConfig, embed_chunks, load_segments
+
+log = logging.getLogger(__name__)
 
 
 class SegmentVectorPrefetch:
@@ -47,6 +50,7 @@ class SegmentVectorPrefetch:
                 self.done += 1
         except Exception as exc:  # the topics stage embeds what is missing; the run must not fail here
             self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("segment-vector prefetch stopped (the topics stage embeds the rest): %s", self.error)
         finally:  # a process building many corpora (an eval run) keeps no texts or connection per corpus
             self.chunks = []
             atexit.unregister(self.stop)
@@ -76,6 +80,5 @@ def prefetch_segment_vectors(
 ) -> SegmentVectorPrefetch:
     """Start embedding the corpus's current segments in the topics stage's chunks (see the module doc). The
     embedder must keep what it computes (a cached one; the prefetch takes it over and closes its cache)."""
-    texts = [s.text for s in load_segments(store)]
-    chunks = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+    chunks = embed_chunks([s.text for s in load_segments(store)], batch)
     return SegmentVectorPrefetch(embedder, chunks).start()

@@ -115,10 +115,15 @@ def _speaker_names(store: CorpusStore) -> set[str]:
         return set(conn.execute(select(messages.c.author).distinct()).scalars())
 
 
+def embed_chunks(texts: list[str], batch: int) -> list[list[str]]:
+    """The embedder calls `embed_texts` makes (the segment-vector prefetch embeds the very same ones)."""
+    return [texts[i : i + batch] for i in range(0, len(texts), batch)]
+
+
 def embed_texts(embedder: Embedder, texts: list[str], batch: int) -> np.ndarray:
     if not texts:
         return np.zeros((0, getattr(embedder, "dim", 0) or 1), dtype=np.float32)
-    parts = [embedder.embed(texts[i : i + batch]) for i in range(0, len(texts), batch)]
+    parts = [embedder.embed(chunk) for chunk in embed_chunks(texts, batch)]
     return l2_normalise(np.concatenate(parts))
 
 
