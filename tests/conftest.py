@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from evals.datasets import shared_data_dir
+from memory_core.embeddings.hashing import HashingEmbedder
 from memory_core.store.db import MemoryHome, dispose_engines
 
 # ../shared/data beside the repository; MEMORY_OS_SHARED_DATA points elsewhere (e.g. from a git worktree)
@@ -158,3 +159,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "llm_server" in item.keywords:
             item.add_marker(skip)
+
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping every list of texts the model was asked for."""
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return super().embed(texts)

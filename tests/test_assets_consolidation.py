@@ -105,7 +105,7 @@ def _logged(instance, result, text: str) -> bool:
     return any(text in (entry.user_message or "") for entry in instance.all_logs(result.run_id))
 
 
-def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(
+def test_vectors_are_embedded_ahead_only_for_the_stages_the_run_builds(
     home, instance, tmp_path, monkeypatch
 ):
     import os
@@ -121,7 +121,7 @@ def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(
     instance.add_dynamic_partitions(corpus_partitions.name, ["dana"])
     assert _materialize(instance, home, dg.AssetSelection.assets("messages", "segments")).success
     add_mentions(home.corpus("dana"), MENTIONS)
-    ahead = "embedded ahead of the topics stage"
+    ahead = "embedded ahead of the stages that use them"
 
     alone = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts"), RUN_CONFIG)
     assert alone.success and not _logged(instance, alone, ahead)  # no topics in the run: nothing embedded for it
@@ -135,6 +135,16 @@ def test_segment_vectors_are_embedded_ahead_only_by_a_run_that_builds_topics(
     result = _materialize(instance, home, both, run_config)
     assert result.success and _logged(instance, result, ahead)
     assert len(cache.get_many(model.model_name, [sha256_text(t) for t in texts])) == len(set(texts))
+
+    from memory_core.vector_index.families import own_text_message_calls
+
+    (turns,) = own_text_message_calls(home.corpus("dana"))  # turns of a round, embedded from their own text
+    cached_before = len(cache.get_many(model.model_name, [sha256_text(t) for t in turns]))
+    assert turns and cached_before < len(set(turns))  # a turn that is a whole segment's text is cached already
+    with_indexes = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts", "indexes"), RUN_CONFIG)
+    assert with_indexes.success and _logged(instance, with_indexes, "own-text turn vectors are being embedded")
+    assert not _logged(instance, with_indexes, "segment vectors")  # no topics in this run
+    assert len(cache.get_many(model.model_name, [sha256_text(t) for t in turns])) == len(set(turns))
 
     monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the prefetch would only compete with the loop
     again = _materialize(instance, home, both, run_config)

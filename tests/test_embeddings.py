@@ -384,3 +384,73 @@ def test_numpy_runtime_vectors_match_the_torch_model():
     assert float((numpy_vectors * torch_vectors).sum(axis=1).min()) > 0.99999
     one_by_one = np.concatenate([NumpyBertEmbedder().embed([t]) for t in QUERY_RUNTIME_TEXTS])
     assert float(np.abs(one_by_one - numpy_vectors).max()) < 1e-5  # padding in a batch changes nothing
+
+
+def test_chunked_embedding_keeps_each_text_s_row_on_two_threads_in_calls_of_one_length():
+    """Calls hold texts of about one length (shortest first), two threads take them in turn, and each row
+    is the text's own vector in the caller's order; the cache's counters add up across the two threads."""
+
+    from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
+    from memory_core.embeddings.chunks import chunked, embed_chunked
+
+    texts = [f"turn {i}: " + "word " * ((i * 7) % 23) for i in range(50)] + ["turn 3: " + "word " * 21]
+    assert [len(c) for c in chunked(texts, 8)] == [8] * 6 + [3]
+    lengths = [len(t) for c in chunked(texts, 8) for t in c]
+    assert lengths == sorted(lengths)
+
+    from tests.conftest import RecordingEmbedder as Recording
+
+    alone = HashingEmbedder(64).embed(texts)
+    for workers in (1, 2):
+        recording = Recording(64)
+        rows = embed_chunked(recording, texts, 8, workers=workers)
+        np.testing.assert_allclose(rows, alone, atol=1e-6)
+        assert sorted(map(tuple, recording.calls)) == sorted(map(tuple, chunked(texts, 8)))
+    assert embed_chunked(HashingEmbedder(64), [], 8).shape[0] == 0
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cached = CachedEmbedder(Recording(64), EmbeddingCache(Path(tmp) / "cache.db"))
+        embed_chunked(cached, texts, 4, workers=2)
+        assert cached.stats.requested == len(texts) and cached.stats.computed == len(set(texts))
+        cached.cache.close()
+
+
+def test_a_run_s_local_embedder_is_warmed_at_its_start_and_a_failed_warm_up_raises_nothing(monkeypatch):
+    """The resource starts loading the local model when a run starts (with a core to spare), on a thread,
+    so the stages before the first one that embeds overlap the load; the hashing one has nothing to load."""
+    import os
+
+    import dagster as dg
+
+    import memory_resources.embeddings as resource_module
+    from memory_core.embeddings import HashingEmbedder
+    from memory_core.embeddings.prefetch import start_warming
+    from memory_resources.embeddings import EmbeddingsResource
+
+    warmed = []
+
+    class Loading(HashingEmbedder):
+        def warm(self):
+            warmed.append(threading.current_thread().name)
+
+    class Failing(HashingEmbedder):
+        def warm(self):
+            raise OSError("no model here")
+
+    start_warming(Loading(8)).join(10)
+    start_warming(Failing(8)).join(10)  # left to the first embed to report
+    assert warmed == ["embedder-warm-up"]
+
+    started = []
+    monkeypatch.setattr(resource_module, "start_warming", lambda embedder: started.append(embedder))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for provider in ("local", "hashing"):
+        resource = EmbeddingsResource(provider=provider)
+        resource.setup_for_execution(dg.build_init_resource_context())
+    assert [type(e).__name__ for e in started] == ["SentenceTransformerEmbedder"]
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the load would only compete
+    EmbeddingsResource().setup_for_execution(dg.build_init_resource_context())
+    assert len(started) == 1

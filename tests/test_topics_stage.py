@@ -32,6 +32,7 @@ from memory_core.topics.prompts import PROMPTS, GroupDescription
 from memory_core.topics.stage import TopicsConfig, build_topics
 from memory_core.topics.topic_map import ranked_clusters, render_topic_map, topic_legend
 from memory_core.topics.tuner import TunerConfig
+from tests.conftest import RecordingEmbedder
 from tests.topic_samples import SUBJECTS, add_subject_concepts, build_subject_corpus
 
 EMBEDDER = HashingEmbedder(256)
@@ -335,34 +336,25 @@ def test_topic_layer_reports_and_contracts(store):
     )
 
 
-class _RecordingEmbedder(HashingEmbedder):
-    """The hashing embedder, keeping every list of texts the model was asked for."""
-
-    def __init__(self, dim: int):
-        super().__init__(dim)
-        self.calls: list[list[str]] = []
-
-    def embed(self, texts):
-        self.calls.append(list(texts))
-        return super().embed(texts)
-
-
 def test_segment_vectors_embedded_ahead_are_the_stage_s_chunks_last_first_and_the_stage_embeds_none(
     store, home
 ):
     from memory_core.embeddings import CachedEmbedder, EmbeddingCache
-    from memory_core.topics.prefetch import prefetch_segment_vectors
+    from memory_core.embeddings.prefetch import EmbeddingPrefetch
+    from memory_core.topics.prefetch import segment_vector_calls
     from memory_core.topics.stage import load_segments
 
     texts = [s.text for s in load_segments(store)]
-    ahead = _RecordingEmbedder(256)
-    prefetch = prefetch_segment_vectors(store, CachedEmbedder(ahead, EmbeddingCache.for_home(home)), batch=16)
+    ahead = RecordingEmbedder(256)
+    calls = segment_vector_calls(store, batch=16)
+    prefetch = EmbeddingPrefetch(CachedEmbedder(ahead, EmbeddingCache.for_home(home)), calls).start()
     prefetch.join(timeout=60)
-    chunks = [texts[i : i + 16] for i in range(0, len(texts), 16)]
+    by_length = sorted(texts, key=len)  # the stage's calls hold texts of one length (little padding)
+    chunks = [by_length[i : i + 16] for i in range(0, len(texts), 16)]
     assert len(chunks) == 3 and prefetch.error is None and prefetch.done == 3
-    assert ahead.calls == chunks[::-1]  # the stage's own chunks, last first: the two meet in the middle
+    assert ahead.calls == chunks[::-1]  # the stage's own calls, last first: the two meet in the middle
 
-    stage = _RecordingEmbedder(256)
+    stage = RecordingEmbedder(256)
     report = build_topics(
         store, CachedEmbedder(stage, EmbeddingCache.for_home(home)), CONFIG, Describer(), run_id="r1"
     )
@@ -374,13 +366,13 @@ def test_segment_vectors_embedded_ahead_are_the_stage_s_chunks_last_first_and_th
 
 
 def test_a_stopped_prefetch_ends_between_chunks_and_a_failing_one_records_why(store, home):
-    from memory_core.topics.prefetch import SegmentVectorPrefetch
+    from memory_core.embeddings.prefetch import EmbeddingPrefetch
 
     class Failing(HashingEmbedder):
         def embed(self, texts):
             raise OSError("disk full")
 
-    failed = SegmentVectorPrefetch(Failing(256), [["a"], ["b"]]).start()
+    failed = EmbeddingPrefetch(Failing(256), [["a"], ["b"]]).start()
     failed.join(timeout=10)
     assert failed.error == "OSError: disk full" and failed.done == 0 and not failed.running()
 
@@ -388,17 +380,17 @@ def test_a_stopped_prefetch_ends_between_chunks_and_a_failing_one_records_why(st
 
     release, entered = threading.Event(), threading.Event()
 
-    class Slow(_RecordingEmbedder):
+    class Slow(RecordingEmbedder):
         def embed(self, texts):
             entered.set()
             release.wait(10)  # the first chunk is in flight when the run ends
             return super().embed(texts)
 
     slow = Slow(256)
-    stopping = SegmentVectorPrefetch(slow, [["a"], ["b"], ["c"]]).start()
+    stopping = EmbeddingPrefetch(slow, [["a"], ["b"], ["c"]]).start()
     assert entered.wait(10)
     stopping.stop(timeout=0)  # the process ends while the first chunk is in flight
     release.set()
     stopping.join(timeout=10)  # the chunk in flight ends, no other starts
-    assert slow.calls == [["c"]] and stopping.done == 1 and not stopping.running()
-    assert stopping.chunks == []  # nothing kept once it ended
+    assert slow.calls == [["a"]] and stopping.done == 1 and not stopping.running()  # calls go in order
+    assert stopping.calls == ()  # nothing kept once it ended

@@ -233,19 +233,13 @@ def test_indexes_stage_report_and_contracts(home, tmp_path):
     assert not ids.passed and concepts["not_in_source"] == 1 and concepts["ok"] is False
 
 
-def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(home, tmp_path):
-    """The messages family built from the segments index: a message's vector is the length-weighted mean of
-    the vectors of the segment pieces holding it (a long turn split over segments, a message alone in its
-    segment), unit length; a whole turn sharing its segment is embedded from its own text. Written into one
-    preallocated matrix and normalised in place."""
-    from memory_core.embeddings.base import l2_normalise
+def _pieces_corpus(home, tmp_path):
+    """Five turns in two conversations; the first is long enough to span several 200-character segments."""
     from memory_core.ingest.loader import ingest_file
     from memory_core.segments import build_segments
-    from memory_core.store.schema import segments
-    from memory_core.vector_index.families import build_message_index_from_segments
     from tests.conftest import write_jsonl
 
-    store, embedder = home.corpus("pieces"), HashingEmbedder(64)
+    store = home.corpus("pieces")
     long_turn = " ".join(
         f"Day {d}: we walked the old town, ate at the market and took the tram." for d in range(9)
     )
@@ -262,6 +256,19 @@ def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(ho
     ]  # fmt: skip
     ingest_file(store, write_jsonl(tmp_path / "pieces.jsonl", records), "jsonl")
     build_segments(store, token_cap=50)  # 200 characters: the long turn spans several segments
+    return store
+
+
+def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(home, tmp_path):
+    """The messages family built from the segments index: a message's vector is the length-weighted mean of
+    the vectors of the segment pieces holding it (a long turn split over segments, a message alone in its
+    segment), unit length; a whole turn sharing its segment is embedded from its own text. Written into one
+    preallocated matrix and normalised in place."""
+    from memory_core.embeddings.base import l2_normalise
+    from memory_core.store.schema import segments
+    from memory_core.vector_index.families import build_message_index_from_segments
+
+    store, embedder = _pieces_corpus(home, tmp_path), HashingEmbedder(64)
     build_indexes(store, embedder)
     seg_index = open_family_index(store, "segments")
     seg_vectors = dict(zip(seg_index.ids, seg_index.vectors(range(seg_index.size)), strict=True))
@@ -292,6 +299,28 @@ def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(ho
             np.testing.assert_allclose(vector, l2_normalise(np.asarray([expected]))[0], atol=1e-6)
             assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert max(len(p) for p in pieces.values()) > 1  # some message is held by several pieces
+
+
+def test_the_own_text_turns_a_prefetch_embeds_are_the_call_the_messages_family_makes(home, tmp_path):
+    """`own_text_message_calls` (what a build embeds ahead, memory_assets/prefetch.py) is the very call a
+    first build of the messages family makes: the turns sharing a segment (or, without own text, none)."""
+    from memory_core.vector_index.families import (
+        build_message_index_from_segments,
+        family_path,
+        own_text_message_calls,
+    )
+    from tests.conftest import RecordingEmbedder as Recording
+
+    store = _pieces_corpus(home, tmp_path)
+    build_indexes(store, HashingEmbedder(64), families=("segments",))
+    for own_text_when_shared in (True, False):
+        family_path(store, "messages").unlink(missing_ok=True)  # a first build: nothing to reuse
+        recording = Recording(64)
+        build_message_index_from_segments(store, recording, own_text_when_shared=own_text_when_shared)
+        ahead = list(own_text_message_calls(store, own_text_when_shared=own_text_when_shared))
+        assert ahead == recording.calls
+    own = list(own_text_message_calls(store))
+    assert ahead == [] and own and not any(t.startswith("Day 0") for t in own[0])  # the long turn is derived
 
 
 def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):

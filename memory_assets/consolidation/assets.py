@@ -1,12 +1,11 @@
 """Asset `canonical_concepts`: the Concept Memory Loop over a corpus's new mentions."""
 
-import os
-
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result, run_materializes
+from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.partitions import corpus_partitions
+from memory_assets.prefetch import start_build_prefetch
 from memory_core.concepts.policy import ConceptPolicy
 from memory_core.memory_loop.adjudication import LLMAdjudicator
 from memory_core.memory_loop.loop import LoopConfig, consolidate
@@ -14,7 +13,6 @@ from memory_core.memory_loop.report import RULE_ONLY, ConsolidationReport
 from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import RouterRules
 from memory_core.progress import progress_to
-from memory_core.topics.prefetch import prefetch_segment_vectors
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
@@ -199,11 +197,8 @@ def canonical_concepts(
     client = llm.build_client(home) if config.llm_adjudicator else None
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
-    # the topics stage's segment pass, on a core the loop leaves idle (with one core it would only compete;
-    # without the cache it would throw its vectors away)
-    if run_materializes(context, "topics") and (os.cpu_count() or 1) > 1 and embeddings.use_cache:
-        prefetch_segment_vectors(store, embeddings.cached_embedder(home))
-        context.log.info(f"{store.name}: segment vectors are being embedded ahead of the topics stage")
+    # later stages' vectors, on the core the loop leaves idle
+    start_build_prefetch(context, store, embeddings)
     with store.write_lock(), progress_to(context.log.info):
         run = consolidate(
             store, embedder, loop_config, context.run_id, adjudicator=adjudicator, log_fn=context.log.info

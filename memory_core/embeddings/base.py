@@ -55,6 +55,10 @@ class Embedder(ABC):
     def spec(self) -> EmbedderSpec:
         """How to rebuild this embedder (see `EmbedderSpec`)."""
 
+    def warm(self) -> None:
+        """Load what the first `embed` would load (a local model); nothing for the others."""
+        return None
+
 
 def l2_normalise(matrix: np.ndarray, in_place: bool = False) -> np.ndarray:
     """Rows scaled to unit length (a zero row stays zero); `in_place`: into a float32 `matrix` itself, for

@@ -125,6 +125,7 @@ class CachedEmbedder(Embedder):
         self.cache = cache
         self.model_name = inner.model_name
         self.stats = CacheStats()
+        self._stats_lock = threading.Lock()  # a stage may embed its chunks on two threads
 
     @property
     def dim(self) -> int:  # type: ignore[override]
@@ -144,16 +145,19 @@ class CachedEmbedder(Embedder):
         if missing:
             t0 = time.perf_counter()
             computed = _embed_reporting(self.inner, list(missing.values()))
-            self.stats.compute_seconds += time.perf_counter() - t0
+            compute_seconds = time.perf_counter() - t0
             items = list(zip(missing.keys(), computed, strict=True))
             self.cache.put_many(self.model_name, items)  # written before it is used
             found.update(items)
-        self.stats.requested += len(texts)
-        self.stats.hits += len(texts) - len(missing)
-        self.stats.computed += len(missing)
         if not texts:
             out = np.zeros((0, self.dim), dtype=np.float32)
         else:
             out = np.stack([found[key] for key in hashes]).astype(np.float32, copy=False)
-        self.stats.seconds += time.perf_counter() - started
+        with self._stats_lock:
+            if missing:
+                self.stats.compute_seconds += compute_seconds
+            self.stats.requested += len(texts)
+            self.stats.hits += len(texts) - len(missing)
+            self.stats.computed += len(missing)
+            self.stats.seconds += time.perf_counter() - started
         return out

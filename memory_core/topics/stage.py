@@ -28,6 +28,7 @@ import numpy as np
 from sqlalchemy import bindparam, delete, select, update
 
 from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.chunks import embed_chunked
 from memory_core.ids import sha256_json, stable_uuid
 from memory_core.llm.accounting import record_calls
 from memory_core.store.db import CorpusStore, bulk_insert, utcnow
@@ -68,7 +69,7 @@ class TopicsConfig:
     rerank_terms: bool = True  # order candidates by cosine to the centroid (see labels.py)
     representatives: int = 3  # stored per topic, nearest the centroid first
     llm_excerpts: int = 5  # representative segments shown to the LLM describer
-    embed_batch: int = 256
+    embed_batch: int = 64  # texts per embedding call, ordered by length (memory_core/embeddings/chunks.py)
     force: bool = False  # rebuild even when input and configuration are unchanged
 
     def hashed(self) -> dict:
@@ -115,16 +116,11 @@ def _speaker_names(store: CorpusStore) -> set[str]:
         return set(conn.execute(select(messages.c.author).distinct()).scalars())
 
 
-def embed_chunks(texts: list[str], batch: int) -> list[list[str]]:
-    """The embedder calls `embed_texts` makes (the segment-vector prefetch embeds the very same ones)."""
-    return [texts[i : i + batch] for i in range(0, len(texts), batch)]
-
-
 def embed_texts(embedder: Embedder, texts: list[str], batch: int) -> np.ndarray:
+    """Normalised vectors of `texts`, in `batch`-text calls on a spare core too (`embed_chunked`)."""
     if not texts:
         return np.zeros((0, getattr(embedder, "dim", 0) or 1), dtype=np.float32)
-    parts = [embedder.embed(chunk) for chunk in embed_chunks(texts, batch)]
-    return l2_normalise(np.concatenate(parts))
+    return l2_normalise(embed_chunked(embedder, texts, batch))
 
 
 def build_topics(

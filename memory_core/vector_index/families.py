@@ -14,7 +14,7 @@ same embedding model) are taken from the previous build instead of being embedde
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,6 +271,51 @@ def build_family_index(
     )
 
 
+def _segment_pieces(
+    store: CorpusStore, position: Mapping[str, int] | None = None
+) -> tuple[dict[str, list[tuple[int, int]]], set[str]]:
+    """Per message, the (segment position, characters) of the current segment pieces that hold it, and the
+    messages held by a segment that holds other messages too. `position` maps a segment id to its row of the
+    segments index (a segment it lacks is left out); without it every current segment counts, at row 0."""
+    weights: dict[str, list[tuple[int, int]]] = {}
+    shared: set[str] = set()
+    with store.staging.connect() as conn:
+        for r in conn.execute(
+            select(segments.c.segment_id, segments.c.message_spans).where(segments.c.superseded_at.is_(None))
+        ):
+            pos = position.get(r.segment_id) if position is not None else 0
+            if pos is None:
+                continue
+            held = {span["message_id"] for span in r.message_spans}
+            for span in r.message_spans:
+                weights.setdefault(span["message_id"], []).append((pos, max(1, span["end"] - span["start"])))
+                if len(held) > 1:
+                    shared.add(span["message_id"])
+    return weights, shared
+
+
+def _own_text(message_id: str, parts: list | None, shared: set[str], own_text_when_shared: bool) -> bool:
+    """Whether the messages family embeds a message's own text instead of deriving it from its segments."""
+    return not parts or (own_text_when_shared and len(parts) == 1 and message_id in shared)
+
+
+def own_text_message_calls(store: CorpusStore, own_text_when_shared: bool = True) -> Iterator[list[str]]:
+    """The embedding call `build_message_index_from_segments` makes on a corpus's first build (the texts of
+    the messages it embeds from their own text, in its order), for a prefetch; a generator, so the query over
+    every message runs where it is consumed."""
+    weights, shared = _segment_pieces(store)
+    engine, stmt = _source(store, "messages")
+    with engine.connect() as conn:
+        texts = [
+            r.text or ""
+            for r in conn.execute(stmt)
+            if _own_text(r.id, weights.get(r.id), shared, own_text_when_shared)
+        ]
+    del weights, shared
+    if texts:
+        yield texts
+
+
 def build_message_index_from_segments(
     store: CorpusStore,
     embedder: Embedder,
@@ -294,20 +339,7 @@ def build_message_index_from_segments(
     seg_vectors = segments_index.vectors(range(segments_index.size))
     dim, segments_meta = segments_index.dim, segments_index.meta
     del segments_index  # its HNSW graph and stored vectors: ~1 GB at 560k segments, no longer read
-    weights: dict[str, list[tuple[int, int]]] = {}
-    shared: set[str] = set()  # messages in a segment that holds other messages too
-    with store.staging.connect() as conn:
-        for r in conn.execute(
-            select(segments.c.segment_id, segments.c.message_spans).where(segments.c.superseded_at.is_(None))
-        ):
-            pos = position.get(r.segment_id)
-            if pos is None:
-                continue
-            held = {span["message_id"] for span in r.message_spans}
-            for span in r.message_spans:
-                weights.setdefault(span["message_id"], []).append((pos, max(1, span["end"] - span["start"])))
-                if len(held) > 1:
-                    shared.add(span["message_id"])
+    weights, shared = _segment_pieces(store, position)
     path = family_path(store, "messages")
     model = segments_meta.get("model", embedder.model_name)
     # an own-text vector is keyed "text:<content key>" so a rebuild can tell it from a derived one and reuse it
@@ -327,7 +359,7 @@ def build_message_index_from_segments(
                 matrix = np.concatenate([matrix, np.zeros_like(matrix)])
             ids.append(r.id)
             parts = weights.get(r.id)
-            if parts and not (own_text_when_shared and len(parts) == 1 and r.id in shared):
+            if not _own_text(r.id, parts, shared, own_text_when_shared):
                 keys.append(r.key)
                 w = np.asarray([n for _, n in parts], dtype=np.float32)
                 matrix[row] = (seg_vectors[[p for p, _ in parts]] * w[:, None]).sum(axis=0)

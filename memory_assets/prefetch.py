@@ -1,0 +1,57 @@
+"""What a run embeds ahead, on the core the concept loop leaves idle (memory_core/embeddings/prefetch.py).
+
+`canonical_concepts` starts it: the loop is the longest stage before `topics` and `indexes`, and the local
+embedder runs one torch thread. It embeds the topics stage's segment chunks (last first, meeting the stage in
+the middle), then the turns the messages family embeds from their own text (computed on the thread), each
+only when the run also materialises that stage. Not with one core (it would only compete with the loop) and
+not without the embedding cache (it would throw its vectors away).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import dagster as dg
+
+from memory_assets.common import run_materializes
+from memory_core.embeddings.prefetch import EmbeddingPrefetch
+from memory_core.store.db import CorpusStore
+from memory_core.topics.prefetch import segment_vector_calls
+from memory_core.vector_index.families import own_text_message_calls
+from memory_resources.embeddings import EmbeddingsResource
+
+
+def _message_vectors(context: dg.AssetExecutionContext) -> str:
+    """The run's `indexes` setting for message vectors (its default when the run does not set it)."""
+    from memory_assets.read_side.assets import IndexesConfig
+
+    ops = (context.run_config or {}).get("ops") or {}
+    given = ((ops.get("indexes") or {}).get("config") or {}).get("message_vectors")
+    return given or IndexesConfig.model_fields["message_vectors"].default
+
+
+def start_build_prefetch(
+    context: dg.AssetExecutionContext, store: CorpusStore, embeddings: EmbeddingsResource
+) -> EmbeddingPrefetch | None:
+    """Start embedding what this run's later stages will ask for; None when there is nothing to do."""
+    if (os.cpu_count() or 1) < 2 or not embeddings.use_cache:
+        return None
+    calls, what = [], []
+    if run_materializes(context, "topics"):
+        calls.append(segment_vector_calls(store))
+        what.append("segment vectors")
+    mode = _message_vectors(context)
+    if run_materializes(context, "indexes") and mode in ("mixed", "segments"):
+        calls.append(own_text_message_calls(store, own_text_when_shared=mode == "mixed"))
+        what.append("own-text turn vectors")
+    if not calls:
+        return None
+    embedder = embeddings.cached_embedder(store.home)
+    prefetch = EmbeddingPrefetch(
+        embedder, itertools.chain.from_iterable(calls), "build-vector-prefetch"
+    ).start()
+    context.log.info(
+        f"{store.name}: {' and '.join(what)} are being embedded ahead of the stages that use them"
+    )
+    return prefetch
