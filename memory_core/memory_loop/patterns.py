@@ -51,6 +51,9 @@ class SubjectFacts:
     # stem instead of scanning all of a subject's (the user's own facts grow with the corpus: the scan made
     # consolidation quadratic, 1.32 as growth exponent from 10k to 30k messages)
     by_stem: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # the same per fact type: an instance's targets are goals and habits, not the subject's other facts (the
+    # user's facts sharing a stem grew with the corpus, and `instance_target` scanned them all per fact)
+    by_stem_type: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     _order: dict[str, int] = field(default_factory=dict)
 
     def add(self, concept: ConceptHypothesis) -> None:
@@ -62,17 +65,26 @@ class SubjectFacts:
         old = facts.get(cid)
         for stem in old.stems if old is not None else ():
             self.by_stem[(subject, stem)].discard(cid)
+            self.by_stem_type[(subject, stem, old.type)].discard(cid)
         fact = _Fact(concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title))
         facts[cid] = fact
         self._order.setdefault(cid, len(self._order))
         for stem in fact.stems:
             self.by_stem.setdefault((subject, stem), set()).add(cid)
+            self.by_stem_type.setdefault((subject, stem, fact.type), set()).add(cid)
 
-    def related(self, subject: str, stems: frozenset[str], exclude: str = "") -> list[str]:
-        """Fact concepts of `subject` sharing a content stem with `stems`, in the order they were added."""
+    def related(
+        self, subject: str, stems: frozenset[str], exclude: str = "", types: tuple[str, ...] | None = None
+    ) -> list[str]:
+        """Fact concepts of `subject` (of `types`, or any) sharing a content stem with `stems`, in the order
+        they were added."""
         hits: set[str] = set()
         for stem in stems:
-            hits |= self.by_stem.get((subject, stem), set())
+            if types is None:
+                hits |= self.by_stem.get((subject, stem), set())
+            else:
+                for type_ in types:
+                    hits |= self.by_stem_type.get((subject, stem, type_), set())
         hits.discard(exclude)
         return sorted(hits, key=self._order.__getitem__)
 
@@ -97,11 +109,7 @@ def instance_target(
 ) -> tuple[str, float] | None:
     """(broader concept, cosine) the fact `cand` (now evidence of `own`) supports as an instance, or None."""
     subject, stems = fact_subject(cand.canonical_title), salient_stems(cand.canonical_title)
-    ids = [
-        c
-        for c in facts.related(subject, stems, exclude=own)
-        if facts.fact(subject, c).type in rules.instance_types and c in index
-    ]
+    ids = [c for c in facts.related(subject, stems, exclude=own, types=rules.instance_types) if c in index]
     sims = _cosines(index, vector, ids)
     best = max(sims.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best if best is not None and best[1] >= rules.instance_similarity else None
