@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -676,23 +677,35 @@ def test_the_loop_runs_numpys_blas_on_one_thread_and_restores_it():
     assert blas_threads() == before
 
 
-def _updates_and_actions(engine) -> tuple[list, callable]:
-    """Per transaction: the concept ids of UPDATE canonical_concepts and of the action_log rows inserted."""
-    seen: list[dict] = [{"updated": [], "acted": []}]
+def _transactions(engine) -> tuple[list[dict], Callable[[], None]]:
+    """Per committed transaction: concept ids of row UPDATEs, of action_log INSERTs, and listed / unlisted
+    in concept_rows_behind."""
+    seen: list[dict] = [{"updated": [], "acted": [], "listed": [], "unlisted": []}]
 
     def spy(conn, cursor, statement, parameters, context, executemany):
         params = parameters if executemany else [parameters]
         head = statement.lstrip()
         if head.startswith("UPDATE canonical_concepts"):
-            seen[-1]["updated"] += [p[-1] for p in params]
+            seen[-1]["updated"] += [p[-1] for p in params]  # concept_id is the WHERE's, last, parameter
         elif head.startswith("INSERT INTO action_log"):
-            columns = [c.strip() for c in head.split("(", 1)[1].split(")", 1)[0].split(",")]
-            at = columns.index("concept_id")
+            at = [c.strip() for c in head.split("(", 1)[1].split(")", 1)[0].split(",")].index("concept_id")
             seen[-1]["acted"] += [p[at] for p in params if p[at] is not None]
+        elif head.startswith("INSERT INTO concept_rows_behind"):
+            seen[-1]["listed"] += [p[0] for p in params]
+        elif head.startswith("DELETE FROM concept_rows_behind"):
+            seen[-1]["unlisted"] += [v for p in params for v in p]
+
+    def commit(conn):
+        seen.append({"updated": [], "acted": [], "listed": [], "unlisted": []})
 
     sqlalchemy_event.listen(engine, "before_cursor_execute", spy)
-    sqlalchemy_event.listen(engine, "commit", lambda conn: seen.append({"updated": [], "acted": []}))
-    return seen, lambda: sqlalchemy_event.remove(engine, "before_cursor_execute", spy)
+    sqlalchemy_event.listen(engine, "commit", commit)
+
+    def stop():
+        sqlalchemy_event.remove(engine, "before_cursor_execute", spy)
+        sqlalchemy_event.remove(engine, "commit", commit)
+
+    return seen, stop
 
 
 def _twin(store, tmp_path, **sample):
@@ -733,12 +746,12 @@ def test_a_large_concept_row_is_rewritten_only_when_its_evidence_doubles(home, t
     dogs = home.corpus("dogs")
     build_corpus(dogs, tmp_path, turns=DOG_TURNS, specs=DOG_MENTIONS)
     reference = _twin(dogs, tmp_path, turns=DOG_TURNS, specs=DOG_MENTIONS)
-    seen, stop = _updates_and_actions(reference.staging)
+    seen, stop = _transactions(reference.staging)
     consolidate(reference, _embedder(home), config)  # the sample's rows stay under 64 spans: none waits
     stop()
     every_batch = {cid: sum(t["updated"].count(cid) for t in seen) for cid in _rows_without_times(reference)}
     monkeypatch.setattr(loop_apply, "ROW_DEFER_MIN_SPANS", 1)  # every row with evidence waits to double
-    seen, stop = _updates_and_actions(dogs.staging)
+    seen, stop = _transactions(dogs.staging)
     try:
         consolidate(dogs, _embedder(home), config)
     finally:

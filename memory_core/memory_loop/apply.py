@@ -8,10 +8,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, insert, update
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
+from memory_core.concepts.rows_behind import clear_rows_behind, mark_rows_behind
 from memory_core.concepts.store import CONSOLIDATION_STAGE, evidence_row, insert_concepts, update_concepts
 from memory_core.ids import stable_uuid
 from memory_core.memory_loop import summaries
@@ -22,7 +23,7 @@ from memory_core.memory_loop.patterns import instance_target
 from memory_core.memory_loop.router import Decision
 from memory_core.ontology.concepts import FACT_TYPES, EvidenceSpan
 from memory_core.store.db import utcnow
-from memory_core.store.schema import action_log, canonical_concepts, concept_evidence, mentions, residuals
+from memory_core.store.schema import concept_evidence, mentions, residuals
 
 STAGE = CONSOLIDATION_STAGE
 ACTOR = "memory_loop"
@@ -36,8 +37,8 @@ HELD_REASONS = ("reflective_unsupported", "reflective_contradicted")
 # touched in every batch cost its evidence's size each batch: the stored spans rewritten per mention grew with
 # the corpus (31 at 10k messages, 90 at 30k; 0.84 GB rewritten at 30k). A row holding this many spans is
 # written again only once its evidence has doubled since it was last written, and at the run's end
-# (`write_lagging`): each row then costs O(its evidence) over a run. Until then it lags the action log, which a
-# resumed run replays for it (`repair_lagging`).
+# (`write_lagging`): each row then costs O(its evidence) over a run. Until then it lags the action log and is
+# listed in `concept_rows_behind`, from which a dead run's rows are rebuilt (concepts/rows_behind.py).
 ROW_DEFER_MIN_SPANS = 64
 
 
@@ -61,8 +62,11 @@ def flush(mem: LoopMemory, batch: Batch) -> None:
     started = time.perf_counter()
     changed = sorted(c for c in batch.changed | mem.lagging if c in mem.persisted)
     existing = [c for c in changed if _row_due(mem, c)]
-    mem.lagging = set(changed) - set(existing)
+    behind, mem.lagging = mem.lagging, set(changed) - set(existing)
     with mem.store.staging.begin() as conn:
+        # which rows lag, in the transaction that logs their changes: a run dying after it leaves them listed
+        mark_rows_behind(conn, mem.lagging - behind)
+        clear_rows_behind(conn, behind - mem.lagging)
         if batch.dropped_residuals:
             conn.execute(
                 residuals.delete().where(
@@ -98,40 +102,10 @@ def write_lagging(mem: LoopMemory) -> None:
     ids = sorted(mem.lagging)
     with mem.store.staging.begin() as conn:
         update_concepts(conn, [mem.concepts[c] for c in ids], mem.persisted)
+        clear_rows_behind(conn, ids)
     mem.persisted.update((c, len(mem.concepts[c].evidence_spans)) for c in ids)
     mem.lagging.clear()
     mem.report.write_seconds += time.perf_counter() - started
-
-
-def repair_lagging(store) -> int:
-    """Rows a crashed run left lagging (its last memory-loop action on the concept is newer than the row):
-    rebuilt from their action-log rows, as the run would have written them. How many were repaired."""
-    al, cc = action_log.c, canonical_concepts.c
-    latest = (
-        select(al.concept_id, func.max(al.recorded_at).label("at"))
-        .where(al.actor == ACTOR, al.concept_id.is_not(None))
-        .group_by(al.concept_id)
-        .subquery()
-    )
-    with store.staging.begin() as conn:
-        stale = list(
-            conn.execute(
-                select(cc.concept_id)
-                .join(latest, latest.c.concept_id == cc.concept_id)
-                .where(latest.c.at > cc.recorded_at)
-            ).scalars()
-        )
-        if not stale:
-            return 0
-        rows = [
-            dict(r)
-            for r in conn.execute(
-                select(action_log).where(al.concept_id.in_(stale)).order_by(al.action_id)
-            ).mappings()
-        ]
-        concepts, _ = log.replay_concepts(rows)
-        update_concepts(conn, [concepts[c] for c in sorted(stale) if c in concepts])
-    return len(stale)
 
 
 def _decision_record(

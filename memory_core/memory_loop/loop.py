@@ -8,7 +8,8 @@ batch in one staging transaction: the ActionLog rows, the new/changed concepts, 
 the hard link `mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
 residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch. (A
 concept row holding many spans is rewritten only once its evidence doubled, and at the run's end: a crashed
-run's lagging rows are rebuilt from the ActionLog before the next run loads - `apply.ROW_DEFER_MIN_SPANS`.)
+run's lagging rows, listed in `concept_rows_behind`, are rebuilt from the ActionLog by the next writer of
+concepts - `apply.ROW_DEFER_MIN_SPANS`, `concepts/rows_behind.py`.)
 
 The loop also knows who takes part in each conversation (message authors): a candidate only meets concepts
 evidenced in conversations sharing a participant with its own (one corpus may hold several people's
@@ -38,6 +39,7 @@ from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.embeddings.base import Embedder, l2_normalise
 from memory_core.ids import stable_uuid
 from memory_core.lexical import tokenize
@@ -49,7 +51,6 @@ from memory_core.memory_loop.apply import (
     Batch,
     apply,
     flush,
-    repair_lagging,
     support,
     support_broader,
     write_lagging,
@@ -256,7 +257,7 @@ def _consolidate(
 ) -> LoopReport:
     started = time.perf_counter()
     report = LoopReport(run_id=run_id or uuid.uuid4().hex)
-    repair_lagging(store)  # rows a crashed run had not written yet
+    report.rows_repaired = repair_rows_behind(store)  # rows a dead run had not written yet
     mem = LoopMemory(store, embedder, config, report)
     mem.load()
     router = Router(config.rules, adjudicator)
