@@ -47,13 +47,11 @@ class SubjectFacts:
     """The live fact concepts of each subject, with what the loop matches instances and episodes on."""
 
     by_subject: dict[str, dict[str, _Fact]] = field(default_factory=dict)
-    # (subject, stem) → its facts, and each fact's first-seen order: `related` looks up the facts sharing a
-    # stem instead of scanning all of a subject's (the user's own facts grow with the corpus: the scan made
-    # consolidation quadratic, 1.32 as growth exponent from 10k to 30k messages)
-    by_stem: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    # the same per fact type: an instance's targets are goals and habits, not the subject's other facts (the
-    # user's facts sharing a stem grew with the corpus, and `instance_target` scanned them all per fact)
-    by_stem_type: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    # (subject, stem) → its facts by type, and each fact's first-seen order: `related` looks up the facts
+    # sharing a stem instead of scanning all of a subject's (the user's own facts grow with the corpus: the
+    # scan made consolidation quadratic, 1.32 as growth exponent from 10k to 30k messages), and an instance
+    # looks only at goals and habits among them (`instance_target` had filtered them all per fact)
+    by_stem: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
     _order: dict[str, int] = field(default_factory=dict)
 
     def add(self, concept: ConceptHypothesis) -> None:
@@ -64,14 +62,12 @@ class SubjectFacts:
         text = f"{concept.title} {concept.description}"
         old = facts.get(cid)
         for stem in old.stems if old is not None else ():
-            self.by_stem[(subject, stem)].discard(cid)
-            self.by_stem_type[(subject, stem, old.type)].discard(cid)
+            self.by_stem[(subject, stem)][old.type].discard(cid)
         fact = _Fact(concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title))
         facts[cid] = fact
         self._order.setdefault(cid, len(self._order))
         for stem in fact.stems:
-            self.by_stem.setdefault((subject, stem), set()).add(cid)
-            self.by_stem_type.setdefault((subject, stem, fact.type), set()).add(cid)
+            self.by_stem.setdefault((subject, stem), {}).setdefault(fact.type, set()).add(cid)
 
     def related(
         self, subject: str, stems: frozenset[str], exclude: str = "", types: tuple[str, ...] | None = None
@@ -80,11 +76,9 @@ class SubjectFacts:
         they were added."""
         hits: set[str] = set()
         for stem in stems:
-            if types is None:
-                hits |= self.by_stem.get((subject, stem), set())
-            else:
-                for type_ in types:
-                    hits |= self.by_stem_type.get((subject, stem, type_), set())
+            typed = self.by_stem.get((subject, stem), {})
+            for type_ in typed if types is None else types:
+                hits |= typed.get(type_, set())
         hits.discard(exclude)
         return sorted(hits, key=self._order.__getitem__)
 
