@@ -17,7 +17,7 @@ from memory_core.concepts.store import read_concepts
 from memory_core.embeddings import HashingEmbedder
 from memory_core.extraction.current import supersede_other_extractions
 from memory_core.extraction.reflective_purge import purge_reflective
-from memory_core.gardener import GardenerError, RuleBasedChooser, rollback_action
+from memory_core.gardener import GardenerError, RuleBasedChooser, apply_proposals, rollback_action
 from memory_core.gardener.refactor import apply_action, run_refactor
 from memory_core.gardener.refactor.actions import PlannedAction
 from memory_core.memory_loop import apply as loop_apply
@@ -162,6 +162,7 @@ WRITERS = {
     "supersede_other_extractions": _supersede,
     "purge_reflective": lambda store, embedder: purge_reflective(store),
     "run_refactor": lambda store, embedder: run_refactor(store, RuleBasedChooser(embedder), dry_run=False),
+    "apply_proposals": lambda store, embedder: apply_proposals(store, embedder, RuleBasedChooser(embedder)),
     "apply_action": lambda store, embedder: _refine_max(store),
     "rollback_action": lambda store, embedder: rollback_action(store, "no-such-action"),
     "invalidate_sources": lambda store, embedder: invalidate_sources(store, ConceptPolicy(), "r", utcnow()),
