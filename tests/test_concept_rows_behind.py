@@ -162,7 +162,9 @@ WRITERS = {
     "supersede_other_extractions": _supersede,
     "purge_reflective": lambda store, embedder: purge_reflective(store),
     "run_refactor": lambda store, embedder: run_refactor(store, RuleBasedChooser(embedder), dry_run=False),
-    "apply_proposals": lambda store, embedder: apply_proposals(store, embedder, RuleBasedChooser(embedder)),
+    "apply_proposals": lambda store, embedder: apply_proposals(
+        store, embedder, RuleBasedChooser(embedder), dry_run=False
+    ),
     "apply_action": lambda store, embedder: _refine_max(store),
     "rollback_action": lambda store, embedder: rollback_action(store, "no-such-action"),
     "invalidate_sources": lambda store, embedder: invalidate_sources(store, ConceptPolicy(), "r", utcnow()),
@@ -183,6 +185,24 @@ def test_every_concept_writer_first_rebuilds_the_rows_a_dead_run_left_behind(wri
     with contextlib.suppress(GardenerError, RepairError):  # the rollbacks find nothing to roll back
         WRITERS[writer](dogs, embedder)
     _assert_caught_up(dogs)
+
+
+def test_a_gardener_dry_run_writes_nothing_and_leaves_the_rows_for_the_next_writer(home, tmp_path, monkeypatch):
+    """A dry run (the gardener_apply job's default) says it writes nothing: it repairs nothing either, and
+    the rows a dead run left stay listed for the next writer."""
+    from memory_core.concepts.store import content_hash
+
+    embedder = _embedder(home)
+    dogs = _dogs_after_a_dead_run(home, tmp_path, monkeypatch, embedder)
+    with dogs.staging.connect() as conn:
+        listed = rows_behind(conn)
+    before = content_hash(dogs)
+    assert listed
+    report = run_refactor(dogs, RuleBasedChooser(embedder), dry_run=True)
+    apply_proposals(dogs, embedder, RuleBasedChooser(embedder), dry_run=True)
+    assert report.hash_before == before and content_hash(dogs) == before
+    with dogs.staging.connect() as conn:
+        assert rows_behind(conn) == listed
 
 
 def test_a_row_is_listed_behind_exactly_while_its_log_is_ahead_of_it(home, tmp_path, monkeypatch):

@@ -79,7 +79,8 @@ def apply_proposals(
     log_fn=None,
 ) -> Phase1Result:
     """Run Phase 1 and write its report. The caller holds the corpus write lock."""
-    repair_rows_behind(store)  # the quality before is measured on the rows the log has, as the run acts on
+    if not dry_run:  # the quality before is measured on the rows the log has, as the run acts on them
+        repair_rows_behind(store)
     before = quality(store, embedder, purity_threshold)
     report = run_refactor(
         store,

@@ -133,7 +133,8 @@ def run_refactor(
     log_fn=None,
 ) -> RefactorReport:
     """Work through pending proposals (or exactly `proposal_ids`). The caller holds the corpus write lock."""
-    repair_rows_behind(store)  # before the hash and the neighbourhoods: rows as the log has them
+    if not dry_run:  # before the hash and the neighbourhoods: rows as the log has them (a dry run writes
+        repair_rows_behind(store)  # nothing: it reads the rows as stored, left for the next writer to repair)
     run_id = run_id or uuid.uuid4().hex
     started = time.perf_counter()
     report = RefactorReport(run_id, store.name, dry_run, chooser.name, hash_before=content_hash(store))
