@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -19,6 +21,7 @@ from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.loop import LoopConfig, consolidate
 from memory_core.memory_loop.retriever import ConceptIndex, RetrievalHit, RetrieverWeights
 from memory_core.memory_loop.router import ConceptView, Router, RouterRules
+from memory_core.store.db import MemoryHome
 from memory_core.store.schema import (
     action_log,
     canonical_concepts,
@@ -371,21 +374,27 @@ def test_the_concept_store_reads_and_writes_concept_hypotheses(corpus, home):
         apply_patch(c, {"state": "forgotten"})
 
 
+def _crash_on_batch(monkeypatch, batch: int):
+    """Make the ActionLog append of the `batch`-th batch fail (a run killed mid-batch); the real append."""
+    calls = {"n": 0}
+    real_append = log.append
+
+    def crash(conn, records):
+        calls["n"] += 1
+        if calls["n"] == batch:
+            raise RuntimeError("killed mid-batch")
+        return real_append(conn, records)
+
+    monkeypatch.setattr(log, "append", crash)
+    return real_append
+
+
 def test_a_crashed_run_resumes_to_the_same_result(corpus, home, tmp_path, monkeypatch):
     reference = home.corpus("reference")
     build_corpus(reference, tmp_path)
     consolidate(reference, _embedder(home), HASHING)
 
-    calls = {"n": 0}
-    real_append = log.append
-
-    def crash_on_second_batch(conn, records):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise RuntimeError("killed mid-batch")
-        return real_append(conn, records)
-
-    monkeypatch.setattr(log, "append", crash_on_second_batch)
+    real_append = _crash_on_batch(monkeypatch, 2)
     with pytest.raises(RuntimeError, match="killed"):
         consolidate(corpus, _embedder(home), HASHING)
     with corpus.staging.connect() as conn:  # the first batch (4 mentions) is written, the second is not
@@ -666,3 +675,143 @@ def test_the_loop_runs_numpys_blas_on_one_thread_and_restores_it():
     with single_threaded_blas():
         assert set(blas_threads()) == {1}
     assert blas_threads() == before
+
+
+def _transactions(engine) -> tuple[list[dict], Callable[[], None]]:
+    """Per committed transaction: concept ids of row UPDATEs, of action_log INSERTs, and listed / unlisted
+    in concept_rows_behind."""
+    seen: list[dict] = [{"updated": [], "acted": [], "listed": [], "unlisted": []}]
+
+    def spy(conn, cursor, statement, parameters, context, executemany):
+        params = parameters if executemany else [parameters]
+        head = statement.lstrip()
+        if head.startswith("UPDATE canonical_concepts"):
+            seen[-1]["updated"] += [p[-1] for p in params]  # concept_id is the WHERE's, last, parameter
+        elif head.startswith("INSERT INTO action_log"):
+            at = [c.strip() for c in head.split("(", 1)[1].split(")", 1)[0].split(",")].index("concept_id")
+            seen[-1]["acted"] += [p[at] for p in params if p[at] is not None]
+        elif head.startswith("INSERT INTO concept_rows_behind"):
+            seen[-1]["listed"] += [p[0] for p in params]
+        elif head.startswith("DELETE FROM concept_rows_behind"):
+            seen[-1]["unlisted"] += [v for p in params for v in p]
+
+    def commit(conn):
+        seen.append({"updated": [], "acted": [], "listed": [], "unlisted": []})
+
+    sqlalchemy_event.listen(engine, "before_cursor_execute", spy)
+    sqlalchemy_event.listen(engine, "commit", commit)
+
+    def stop():
+        sqlalchemy_event.remove(engine, "before_cursor_execute", spy)
+        sqlalchemy_event.remove(engine, "commit", commit)
+
+    return seen, stop
+
+
+def _twin(store, tmp_path, **sample):
+    """The same corpus (same name, so the same ids) in a home of its own."""
+    twin = MemoryHome.resolve(tmp_path / "twin-home").corpus(store.name)
+    build_corpus(twin, tmp_path, **sample)  # the same export file: the same message ids
+    return twin
+
+
+def _rows_without_times(store) -> dict[str, dict]:
+    with store.staging.connect() as conn:
+        return {
+            cid: {k: v for k, v in concept_to_row(c).items() if k != "recorded_at"}
+            for cid, c in read_concepts(conn).items()
+        }
+
+
+# Max the dog, told of in twelve messages over six conversations: a concept touched in every batch
+DOG_DAYS = (
+    "chewed a shoe|barked at the mailman|dug in the garden|slept all day|chased a cat|ate my toast|"
+    "found a stick|swam in the lake|rolled in mud|howled at sirens|stole a sock|napped on the sofa"
+).split("|")
+DOG_TURNS = [
+    (f"d{i}", f"c{i // 2}", "user", f"My dog Max {act} today.", f"2024-0{1 + i // 4}-{10 + i}T08:00:00Z")
+    for i, act in enumerate(DOG_DAYS)
+]
+DOG_MENTIONS = [mention(t[0], "Max", "Max", "entity", "Max is Dana's dog.", 0.8) for t in DOG_TURNS]
+
+
+def test_a_large_concept_row_is_rewritten_only_when_its_evidence_doubles(home, tmp_path, monkeypatch):
+    """A concept row holds all its evidence and an UPDATE rewrites the whole row: a row past
+    ROW_DEFER_MIN_SPANS is written again only once its evidence doubled (and at the run's end), so its writes
+    grow with log(evidence), not with the batches that touch it — and the table ends exactly as with a write
+    in every batch."""
+    from memory_core.memory_loop import apply as loop_apply
+
+    config = LoopConfig(rules=HASHING.rules, batch_size=1)
+    dogs = home.corpus("dogs")
+    build_corpus(dogs, tmp_path, turns=DOG_TURNS, specs=DOG_MENTIONS)
+    reference = _twin(dogs, tmp_path, turns=DOG_TURNS, specs=DOG_MENTIONS)
+    seen, stop = _transactions(reference.staging)
+    consolidate(reference, _embedder(home), config)  # the sample's rows stay under 64 spans: none waits
+    stop()
+    every_batch = {cid: sum(t["updated"].count(cid) for t in seen) for cid in _rows_without_times(reference)}
+    monkeypatch.setattr(loop_apply, "ROW_DEFER_MIN_SPANS", 1)  # every row with evidence waits to double
+    seen, stop = _transactions(dogs.staging)
+    try:
+        consolidate(dogs, _embedder(home), config)
+    finally:
+        stop()
+    assert _rows_without_times(dogs) == _rows_without_times(reference)
+    assert _evidence(dogs) == _evidence(reference)
+    with dogs.staging.connect() as conn:
+        replay = log.replay_differences(conn)
+        spans = {cid: len(c.evidence_spans) for cid, c in read_concepts(conn).items()}
+    assert replay["differing"] == [] and replay["evidence_equal"]
+    writes = {cid: sum(t["updated"].count(cid) for t in seen) for cid in spans}
+    (max_id,) = [cid for cid, n in spans.items() if n == len(DOG_MENTIONS)]
+    assert every_batch[max_id] == len(DOG_MENTIONS) - 1  # created, then rewritten by each of 11 batches
+    assert writes[max_id] == 4  # at 2, 4 and 8 spans, and at the run's end
+    for cid, n in spans.items():
+        assert writes[cid] <= math.floor(math.log2(n)) + 1, (cid, writes[cid], n)
+
+
+def test_a_crashed_run_repairs_the_rows_it_had_not_written(corpus, home, tmp_path, monkeypatch):
+    """Rows waiting for their evidence to double when a run dies lag the action log; the next run rebuilds
+    them from it before it loads, and ends where an uninterrupted run ends."""
+    from memory_core.memory_loop import apply as loop_apply
+
+    config = LoopConfig(rules=HASHING.rules, batch_size=2)
+    reference = _twin(corpus, tmp_path)
+    consolidate(reference, _embedder(home), config)
+    monkeypatch.setattr(loop_apply, "ROW_DEFER_MIN_SPANS", 1)
+    real_append = _crash_on_batch(monkeypatch, 5)
+    with pytest.raises(RuntimeError, match="killed"):
+        consolidate(corpus, _embedder(home), config)
+    with corpus.staging.connect() as conn:
+        assert log.replay_differences(conn)["differing"]  # rows the dead run had not written yet
+    monkeypatch.setattr(log, "append", real_append)
+    consolidate(corpus, _embedder(home), config)
+    with corpus.staging.connect() as conn:
+        assert log.replay_differences(conn)["differing"] == []
+    assert _rows_without_times(corpus) == _rows_without_times(reference)
+    assert _evidence(corpus) == _evidence(reference)
+
+
+def test_subject_facts_find_an_instances_targets_by_type_without_scanning_other_facts():
+    """`instance_target` looks only at goals and habits sharing a stem: the typed index gives exactly the
+    filtered stem matches, in first-seen order, and a refined fact moves with its stems."""
+    from memory_core.memory_loop.patterns import SubjectFacts
+
+    facts = SubjectFacts()
+    made = [
+        concept("g1", "Dana wants to run a marathon", "goal", "Dana wants to run the Berlin marathon."),
+        concept("f1", "Dana ran a marathon in Berlin", "event", "Dana ran the Berlin marathon."),
+        concept("f2", "Dana runs every morning", "event", "Dana runs every morning."),
+        concept("h1", "Dana often runs marathons", "behavioral_pattern", "Dana often runs marathons."),
+        concept("g2", "Dana wants to adopt a dog", "goal", "Dana wants to adopt a dog."),
+    ]
+    for c in made:
+        facts.add(c)
+    stems = frozenset({"marathon"})
+    every = facts.related("dana", stems)
+    types = ("goal", "behavioral_pattern", "belief")
+    typed = facts.related("dana", stems, types=types)
+    assert typed == [c for c in every if facts.fact("dana", c).type in types] == ["g1", "h1"]
+    assert facts.related("dana", stems, exclude="g1", types=types) == ["h1"]
+    facts.add(concept("g1", "Dana wants to swim across a lake", "goal", "Dana wants to swim across a lake."))
+    assert facts.related("dana", stems, types=types) == ["h1"]

@@ -4,7 +4,8 @@ them, the gardener merges, splits and archives them, the topic stages link and r
 - `ConceptHypothesis` (`memory_core.ontology.concepts`) is the one concept object; `store`: reading and
   writing `canonical_concepts` and `concept_evidence` as it; `LIVE_STATES`: the states a concept is live in;
 - `patches`: how a change is stated and applied (live and on replay); `action_log`: the append-only log of
-  every change and its replay;
+  every change and its replay; `rows_behind`: the rows a memory-loop run has not written yet, and their
+  rebuild from the log that every writer of concepts calls first;
 - `policy`: how evidence moves confidence and state; `names`: how names are compared and aliases collected;
 - `metrics`: the quality figures of the concept memory (coverage, purity, grounding, compression).
 """

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, and_, delete, select, update
 
 from memory_core.concepts import action_log
 from memory_core.concepts.patches import EVIDENCE_ROWS
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import (
     CONSOLIDATION_STAGE,
     concept_to_row,
@@ -78,6 +79,7 @@ def _retract_evidence(
 ) -> tuple[int, int]:
     """Remove the retired mentions' evidence from the live concepts holding it; remove the concepts
     founded on a retired mention or left bare (their other mentions go back to the loop)."""
+    repair_rows_behind(conn)  # a row a dead consolidation left behind its log is trimmed as it stands
     owners: set[str] = set()
     for chunk in _chunks(sorted(retired)):
         owners |= set(

@@ -24,6 +24,7 @@ from typing import Protocol
 from sqlalchemy import delete, select, update
 
 from memory_core.concepts import action_log
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import concept_to_row, read_concepts, update_concepts
 from memory_core.extraction.mapper import STAGE as RESIDUAL_STAGE
 from memory_core.extraction.reflective import (
@@ -196,6 +197,7 @@ def archive_reflective_concepts(store: CorpusStore, now: datetime | None = None,
     with an `archive` row in the ActionLog."""
     now = now or utcnow()
     with store.staging.begin() as conn:
+        repair_rows_behind(conn)  # archived as the rows stand after a dead consolidation's last batch
         found = _reflective_concepts(conn)
         records = []
         for concept in found:

@@ -12,6 +12,7 @@ from sqlalchemy import bindparam, insert, update
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
+from memory_core.concepts.rows_behind import clear_rows_behind, mark_rows_behind
 from memory_core.concepts.store import CONSOLIDATION_STAGE, evidence_row, insert_concepts, update_concepts
 from memory_core.ids import stable_uuid
 from memory_core.memory_loop import summaries
@@ -32,6 +33,13 @@ ADJUDICATION_STAGE = "memory_loop_adjudication"
 _ADJUDICATION_FAULTS = {"adjudicator_failed": "failed", "adjudicator_invalid": "invalid"}
 # reflective candidates left as residuals for want of episodes: judged again when new evidence arrives
 HELD_REASONS = ("reflective_unsupported", "reflective_contradicted")
+# A concept row holds its whole evidence and SQLite rewrites a whole row on any update, so a popular concept
+# touched in every batch cost its evidence's size each batch: the stored spans rewritten per mention grew with
+# the corpus (31 at 10k messages, 90 at 30k; 0.84 GB rewritten at 30k). A row holding this many spans is
+# written again only once its evidence has doubled since it was last written, and at the run's end
+# (`write_lagging`): each row then costs O(its evidence) over a run. Until then it lags the action log and is
+# listed in `concept_rows_behind`, from which a dead run's rows are rebuilt (concepts/rows_behind.py).
+ROW_DEFER_MIN_SPANS = 64
 
 
 @dataclass
@@ -45,10 +53,20 @@ class Batch:
     residuals: list[dict] = field(default_factory=list)
 
 
+def _row_due(mem: LoopMemory, cid: str) -> bool:
+    stored = mem.persisted[cid]
+    return stored < ROW_DEFER_MIN_SPANS or len(mem.concepts[cid].evidence_spans) >= 2 * stored
+
+
 def flush(mem: LoopMemory, batch: Batch) -> None:
     started = time.perf_counter()
-    existing = [c for c in batch.changed if c in mem.persisted]
+    changed = sorted(c for c in batch.changed | mem.lagging if c in mem.persisted)
+    existing = [c for c in changed if _row_due(mem, c)]
+    behind, mem.lagging = mem.lagging, set(changed) - set(existing)
     with mem.store.staging.begin() as conn:
+        # which rows lag, in the transaction that logs their changes: a run dying after it leaves them listed
+        mark_rows_behind(conn, mem.lagging - behind)
+        clear_rows_behind(conn, behind - mem.lagging)
         if batch.dropped_residuals:
             conn.execute(
                 residuals.delete().where(
@@ -74,6 +92,20 @@ def flush(mem: LoopMemory, batch: Batch) -> None:
     mem.persisted.update((c, len(mem.concepts[c].evidence_spans)) for c in [*existing, *batch.new_concepts])
     mem.report.write_seconds += time.perf_counter() - started
     mem.report.batches += 1
+
+
+def write_lagging(mem: LoopMemory) -> None:
+    """Write the rows `flush` left lagging (the run's end): every row then matches the action log again."""
+    if not mem.lagging:
+        return
+    started = time.perf_counter()
+    ids = sorted(mem.lagging)
+    with mem.store.staging.begin() as conn:
+        update_concepts(conn, [mem.concepts[c] for c in ids], mem.persisted)
+        clear_rows_behind(conn, ids)
+    mem.persisted.update((c, len(mem.concepts[c].evidence_spans)) for c in ids)
+    mem.lagging.clear()
+    mem.report.write_seconds += time.perf_counter() - started
 
 
 def _decision_record(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from memory_core.concepts.names import normalise_name
 from memory_core.ontology.concepts import FACT_TYPES, concept_embedding_key
@@ -54,7 +55,7 @@ class Candidate:
             facts=stated_facts(r.get("claims")),
         )
 
-    @property
+    @cached_property  # read by the screen, the router and the instance rules: a regex rewrite, done once
     def canonical_title(self) -> str:
         """The title a concept created from this candidate gets: a fact's short canonical form (the mapper
         writes it already; mentions of an older extractor may still carry a whole sentence), a name as is."""

@@ -6,7 +6,10 @@ consensus): retrieve → route → apply. The loop holds the live concepts as `C
 and written through the concept store) and applies each decision's patch to them. Decisions are written per
 batch in one staging transaction: the ActionLog rows, the new/changed concepts, `concept_evidence` rows,
 the hard link `mentions.consolidated_id` and the residuals. A mention is done once it is linked or has a memory-loop
-residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch.
+residual, so a rerun touches only new mentions and a crashed run resumes at the first unwritten batch. (A
+concept row holding many spans is rewritten only once its evidence doubled, and at the run's end: a crashed
+run's lagging rows, listed in `concept_rows_behind`, are rebuilt from the ActionLog by the next writer of
+concepts - `apply.ROW_DEFER_MIN_SPANS`, `concepts/rows_behind.py`.)
 
 The loop also knows who takes part in each conversation (message authors): a candidate only meets concepts
 evidenced in conversations sharing a participant with its own (one corpus may hold several people's
@@ -36,6 +39,7 @@ from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.embeddings.base import Embedder, l2_normalise
 from memory_core.ids import stable_uuid
 from memory_core.lexical import tokenize
@@ -49,6 +53,7 @@ from memory_core.memory_loop.apply import (
     flush,
     support,
     support_broader,
+    write_lagging,
 )
 from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.memory import LoopMemory
@@ -252,6 +257,7 @@ def _consolidate(
 ) -> LoopReport:
     started = time.perf_counter()
     report = LoopReport(run_id=run_id or uuid.uuid4().hex)
+    report.rows_repaired = repair_rows_behind(store)  # rows a dead run had not written yet
     mem = LoopMemory(store, embedder, config, report)
     mem.load()
     router = Router(config.rules, adjudicator)
@@ -295,6 +301,7 @@ def _consolidate(
     if pending:
         _derive_themes(mem, report.run_id)
     _resolve_relations(mem, report.run_id)
+    write_lagging(mem)
     if rejected_vectors:
         report.residual_novelty = [
             round(1.0 - float(s), 4) for s in mem.index.max_similarity(np.stack(rejected_vectors))

@@ -36,6 +36,8 @@ class LoopMemory:
         # the concepts the table holds, each with how many evidence spans its row holds (a row is written
         # with only the spans appended since: `update_concepts`)
         self.persisted: dict[str, int] = {}
+        # changed concepts whose rows `flush` has not written yet (large rows: see `apply.ROW_DEFER_MIN_SPANS`)
+        self.lagging: set[str] = set()
         self.index: ConceptIndex | None = None
         # who takes part in each conversation, and in the conversations each concept is evidenced in
         self.participants: dict[str, frozenset[str]] = {}

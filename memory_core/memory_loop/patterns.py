@@ -47,10 +47,11 @@ class SubjectFacts:
     """The live fact concepts of each subject, with what the loop matches instances and episodes on."""
 
     by_subject: dict[str, dict[str, _Fact]] = field(default_factory=dict)
-    # (subject, stem) → its facts, and each fact's first-seen order: `related` looks up the facts sharing a
-    # stem instead of scanning all of a subject's (the user's own facts grow with the corpus: the scan made
-    # consolidation quadratic, 1.32 as growth exponent from 10k to 30k messages)
-    by_stem: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # (subject, stem) → its facts by type, and each fact's first-seen order: `related` looks up the facts
+    # sharing a stem instead of scanning all of a subject's (the user's own facts grow with the corpus: the
+    # scan made consolidation quadratic, 1.32 as growth exponent from 10k to 30k messages), and an instance
+    # looks only at goals and habits among them (`instance_target` had filtered them all per fact)
+    by_stem: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
     _order: dict[str, int] = field(default_factory=dict)
 
     def add(self, concept: ConceptHypothesis) -> None:
@@ -61,18 +62,23 @@ class SubjectFacts:
         text = f"{concept.title} {concept.description}"
         old = facts.get(cid)
         for stem in old.stems if old is not None else ():
-            self.by_stem[(subject, stem)].discard(cid)
+            self.by_stem[(subject, stem)][old.type].discard(cid)
         fact = _Fact(concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title))
         facts[cid] = fact
         self._order.setdefault(cid, len(self._order))
         for stem in fact.stems:
-            self.by_stem.setdefault((subject, stem), set()).add(cid)
+            self.by_stem.setdefault((subject, stem), {}).setdefault(fact.type, set()).add(cid)
 
-    def related(self, subject: str, stems: frozenset[str], exclude: str = "") -> list[str]:
-        """Fact concepts of `subject` sharing a content stem with `stems`, in the order they were added."""
+    def related(
+        self, subject: str, stems: frozenset[str], exclude: str = "", types: tuple[str, ...] | None = None
+    ) -> list[str]:
+        """Fact concepts of `subject` (of `types`, or any) sharing a content stem with `stems`, in the order
+        they were added."""
         hits: set[str] = set()
         for stem in stems:
-            hits |= self.by_stem.get((subject, stem), set())
+            typed = self.by_stem.get((subject, stem), {})
+            for type_ in typed if types is None else types:
+                hits |= typed.get(type_, set())
         hits.discard(exclude)
         return sorted(hits, key=self._order.__getitem__)
 
@@ -97,11 +103,7 @@ def instance_target(
 ) -> tuple[str, float] | None:
     """(broader concept, cosine) the fact `cand` (now evidence of `own`) supports as an instance, or None."""
     subject, stems = fact_subject(cand.canonical_title), salient_stems(cand.canonical_title)
-    ids = [
-        c
-        for c in facts.related(subject, stems, exclude=own)
-        if facts.fact(subject, c).type in rules.instance_types and c in index
-    ]
+    ids = [c for c in facts.related(subject, stems, exclude=own, types=rules.instance_types) if c in index]
     sims = _cosines(index, vector, ids)
     best = max(sims.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best if best is not None and best[1] >= rules.instance_similarity else None

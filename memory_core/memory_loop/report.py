@@ -53,6 +53,8 @@ class LoopReport:
     refined_concepts: set[str] = field(default_factory=set)
     residual_novelty: list[float] = field(default_factory=list)
     batches: int = 0
+    # rows a dead run had left behind the action log, rebuilt from it before this run loaded
+    rows_repaired: int = 0
     seconds: float = 0.0
     embedding_seconds: float = 0.0
     retrieval_seconds: float = 0.0
@@ -131,6 +133,7 @@ class ConsolidationReport:
             "refined": run.actions["refine"],
             "rejected": run.actions["reject"],
             "relations_added": run.relations_added,
+            "rows_repaired": run.rows_repaired,
             "decision_reasons": [
                 {"action": action_of(k), "reason": k, "count": v} for k, v in run.reasons.most_common()
             ],

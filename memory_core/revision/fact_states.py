@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, func, insert, select, update
 
 from memory_core.concepts import action_log as log
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import read_concepts, update_concepts
 from memory_core.ids import stable_uuid
 from memory_core.ontology.claims import HISTORY_STATUSES
@@ -218,6 +219,7 @@ def build_fact_states(
     now: datetime | None = None,
 ) -> FactStatesReport:
     """Recompute every history and store what changed as new versions. The caller holds the write lock."""
+    repair_rows_behind(store)  # disputed concepts are written whole: first as the log has them
     started = time.perf_counter()
     config = config or FactConfig()
     now = now or utcnow()

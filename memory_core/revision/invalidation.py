@@ -25,6 +25,7 @@ from sqlalchemy import insert, select
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import EVIDENCE_ROWS
 from memory_core.concepts.policy import ConceptPolicy, noisy_or, state_for
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import read_concepts, read_evidence, replace_evidence, update_concepts
 from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.reports import Figures
@@ -140,6 +141,7 @@ def invalidate_sources(
 ) -> InvalidationReport:
     """Re-ground the evidence read in re-cut segments and revise the concepts it supports. The caller holds
     the corpus write lock."""
+    repair_rows_behind(store)  # revised as the rows stand after a dead consolidation's last batch
     report = InvalidationReport()
     ce, s = concept_evidence.c, segments.c
     with store.staging.connect() as conn:

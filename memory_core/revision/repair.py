@@ -30,6 +30,7 @@ from sqlalchemy import insert, select, update
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.snapshots import (
     changed_concepts,
     current_snapshot,
@@ -167,6 +168,7 @@ def run_repairs(
 ) -> RepairReport:  # fmt: skip
     """Work the repair queue (and, with `global_resynthesis`, rebuild every live concept). The caller holds
     the corpus write lock."""
+    repair_rows_behind(store)  # rows a dead consolidation left behind the log, before a worker reads them
     started = time.perf_counter()
     config, policy, now = config or RepairConfig(), policy or ConceptPolicy(), now or utcnow()
     report = RepairReport(run_id=run_id)
@@ -215,6 +217,7 @@ def rollback_repairs(
 ) -> list[dict]:
     """Restore the state before repairs (a run's, newest first, or the given ones) exactly; refused when a
     touched concept changed since. The caller holds the corpus write lock."""
+    repair_rows_behind(store)
     q = select(repair_queue).where(repair_queue.c.status == "done", repair_queue.c.before_state.is_not(None))
     if run_id:
         q = q.where(repair_queue.c.run_id == run_id)

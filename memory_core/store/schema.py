@@ -289,6 +289,16 @@ event.listen(  # a statement trigger: TRUNCATE too, and one check per statement,
     ).execute_if(dialect="postgresql"),
 )
 
+# Concept rows behind the ActionLog: the memory loop writes a row holding many spans only once its evidence
+# doubled (memory_loop/apply.py), so until then the row lags its log rows and `concept_evidence`. The id is
+# here from the transaction that logged the first unwritten change to the one that writes the row; a run
+# that died leaves it, and every concept writer rebuilds those rows first (concepts/rows_behind.py).
+concept_rows_behind = Table(
+    "concept_rows_behind",
+    staging_metadata,
+    Column("concept_id", ID, primary_key=True),
+)
+
 residuals = Table(
     "residuals",
     staging_metadata,

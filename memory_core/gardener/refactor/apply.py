@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.embeddings.base import Embedder
 from memory_core.gardener.metrics import quality
 from memory_core.gardener.refactor.choosers import Chooser
@@ -78,6 +79,8 @@ def apply_proposals(
     log_fn=None,
 ) -> Phase1Result:
     """Run Phase 1 and write its report. The caller holds the corpus write lock."""
+    if not dry_run:  # the quality before is measured on the rows the log has, as the run acts on them
+        repair_rows_behind(store)
     before = quality(store, embedder, purity_threshold)
     report = run_refactor(
         store,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from memory_core.concepts import action_log as log
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.gardener import proposals as lp
 from memory_core.gardener.errors import GardenerError, RollbackConflictError
 from memory_core.gardener.refactor.state import changed_concepts, current_snapshot, log_records, write_state
@@ -47,6 +48,7 @@ def list_actions(store: CorpusStore, run_id: str | None = None, status: str | No
 
 def rollback_action(store: CorpusStore, action_id: str, run_id: str = "rollback") -> dict:
     """Restore the state before `action_id`. The caller holds the corpus write lock."""
+    repair_rows_behind(store)  # compared with the action's after-state as the log has the rows
     row = get_action(store, action_id)
     if row["status"] != "applied":
         raise GardenerError(f"gardener action {action_id} is {row['status']}: only applied actions roll back")

@@ -21,6 +21,7 @@ from sqlalchemy import insert
 
 from memory_core.concepts import action_log as log
 from memory_core.concepts.policy import ConceptPolicy
+from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import content_hash
 from memory_core.gardener import proposals as lp
 from memory_core.gardener.errors import RefusedActionError
@@ -132,6 +133,8 @@ def run_refactor(
     log_fn=None,
 ) -> RefactorReport:
     """Work through pending proposals (or exactly `proposal_ids`). The caller holds the corpus write lock."""
+    if not dry_run:  # before the hash and the neighbourhoods: rows as the log has them (a dry run writes
+        repair_rows_behind(store)  # nothing: it reads the rows as stored, left for the next writer to repair)
     run_id = run_id or uuid.uuid4().hex
     started = time.perf_counter()
     report = RefactorReport(run_id, store.name, dry_run, chooser.name, hash_before=content_hash(store))
@@ -195,6 +198,7 @@ def apply_action(
 ) -> ActionOutcome:
     """One action outside a proposal run (an operator's own refine, merge, ...), validated and audited the
     same way. The caller holds the corpus write lock."""
+    repair_rows_behind(store)
     run_id = run_id or uuid.uuid4().hex
     ws = Workspace(store)
     return _execute(store, ws, ActionBuilder(ws, store.name), planned, actor, run_id, 1, dry_run)
