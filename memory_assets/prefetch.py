@@ -23,12 +23,16 @@ from memory_resources.embeddings import EmbeddingsResource
 
 
 def _message_vectors(context: dg.AssetExecutionContext) -> str:
-    """The run's `indexes` setting for message vectors (its default when the run does not set it)."""
+    """How the run's `indexes` step gets message vectors (`message_vectors`, or "text" when it does not
+    derive them from the segments family it builds)."""
     from memory_assets.read_side.assets import IndexesConfig
 
     ops = (context.run_config or {}).get("ops") or {}
-    given = ((ops.get("indexes") or {}).get("config") or {}).get("message_vectors")
-    return given or IndexesConfig.model_fields["message_vectors"].default
+    given = (ops.get("indexes") or {}).get("config") or {}
+    families = given.get("families") or IndexesConfig.model_fields["families"].default
+    if "messages" not in families or "segments" not in families:  # no messages derived from segments
+        return "text"
+    return given.get("message_vectors") or IndexesConfig.model_fields["message_vectors"].default
 
 
 def start_build_prefetch(

@@ -24,7 +24,7 @@ from pydantic import Field
 from memory_core.embeddings import CachedEmbedder, Embedder, EmbedderSpec, EmbeddingCache, build_embedder
 from memory_core.embeddings.factory import DEFAULT_HASHING_DIM
 from memory_core.embeddings.prefetch import start_warming
-from memory_core.settings import OPENAI_API_KEY
+from memory_core.settings import OPENAI_API_KEY, offline_model_hub
 
 
 class EmbeddingsResource(ConfigurableResource):
@@ -65,6 +65,7 @@ class EmbeddingsResource(ConfigurableResource):
         """At a run's start, load the local model on a spare core while the stages before the first one
         that embeds (messages, segments, extraction) run: ~4 s a build would otherwise wait for."""
         if self.provider == "local" and (os.cpu_count() or 1) > 1:
+            offline_model_hub()  # the environment is written here, not on the thread beside running stages
             start_warming(self.embedder())
 
     def spec(self) -> EmbedderSpec:

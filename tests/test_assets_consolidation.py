@@ -138,7 +138,7 @@ def test_vectors_are_embedded_ahead_only_for_the_stages_the_run_builds(
 
     from memory_core.vector_index.families import own_text_message_calls
 
-    (turns,) = own_text_message_calls(home.corpus("dana"))  # turns of a round, embedded from their own text
+    turns = [t for call in own_text_message_calls(home.corpus("dana")) for t in call]  # turns of a round
     cached_before = len(cache.get_many(model.model_name, [sha256_text(t) for t in turns]))
     assert turns and cached_before < len(set(turns))  # a turn that is a whole segment's text is cached already
     with_indexes = _materialize(instance, home, dg.AssetSelection.assets("canonical_concepts", "indexes"), RUN_CONFIG)

@@ -301,9 +301,10 @@ def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(ho
     assert max(len(p) for p in pieces.values()) > 1  # some message is held by several pieces
 
 
-def test_the_own_text_turns_a_prefetch_embeds_are_the_call_the_messages_family_makes(home, tmp_path):
+def test_the_own_text_turns_a_prefetch_embeds_are_the_calls_the_messages_family_makes(home, tmp_path, monkeypatch):
     """`own_text_message_calls` (what a build embeds ahead, memory_assets/prefetch.py) is the very call a
     first build of the messages family makes: the turns sharing a segment (or, without own text, none)."""
+    from memory_core.vector_index import families
     from memory_core.vector_index.families import (
         build_message_index_from_segments,
         family_path,
@@ -318,9 +319,16 @@ def test_the_own_text_turns_a_prefetch_embeds_are_the_call_the_messages_family_m
         recording = Recording(64)
         build_message_index_from_segments(store, recording, own_text_when_shared=own_text_when_shared)
         ahead = list(own_text_message_calls(store, own_text_when_shared=own_text_when_shared))
-        assert ahead == recording.calls
-    own = list(own_text_message_calls(store))
-    assert ahead == [] and own and not any(t.startswith("Day 0") for t in own[0])  # the long turn is derived
+        assert ahead == recording.calls[::-1]  # the stage's calls, last first: the two meet in the middle
+        monkeypatch.setattr(families, "OWN_TEXT_CALL", 1)  # a call per turn: several calls, two threads
+        family_path(store, "messages").unlink(missing_ok=True)
+        recording = Recording(64)
+        build_message_index_from_segments(store, recording, own_text_when_shared=own_text_when_shared)
+        ahead = list(own_text_message_calls(store, own_text_when_shared=own_text_when_shared))
+        assert sorted(ahead) == sorted(recording.calls) and ahead == sorted(ahead, key=lambda c: -len(c[0]))
+        monkeypatch.setattr(families, "OWN_TEXT_CALL", 64)
+    own = [t for call in own_text_message_calls(store) for t in call]
+    assert ahead == [] and own and not any(t.startswith("Day 0") for t in own)  # the long turn is derived
 
 
 def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):

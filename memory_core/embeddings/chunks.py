@@ -4,8 +4,9 @@ cores.
 The local embedder runs one torch thread per call (half the cores: Dagster runs partitions side by side), so
 a stage embedding thousands of texts in one call leaves the other core idle. Here the texts are ordered by
 length and cut into `size`-text calls, so every batch inside a call pads to about its own length (759
-LongMemEval segments, one thread: 53.4 s in 256-text calls of mixed lengths, 63.7 s in 64-text ones), and
-two threads take calls in turn (~1.9× on two cores). Small calls also let a prefetch and the stage that
+LongMemEval segments, one thread: 53.4 s in 256-text calls of mixed lengths, 63.7 s in 64-text ones, 47.6 s
+in 64-text calls ordered by length), and two threads take calls in turn (26.7 s). A cached embedder's
+seconds then add up both threads. Small calls also let a prefetch and the stage that
 meets it in the middle share the work with little done twice (memory_core/embeddings/prefetch.py). A text's
 vector is the same whatever call holds it, but for float noise (~1e-7).
 """

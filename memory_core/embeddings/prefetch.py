@@ -2,9 +2,10 @@
 
 The concept loop keeps one core busy and the local embedder runs one torch thread, so a build leaves a core
 idle for most of its longest stage. A prefetch embeds, on that core and through the shared embedding cache,
-the very calls a later stage will make (the topics stage's segment chunks, the messages family's own-text
-turns): the stage then finds them cached. Each call is embedded whole or not at all, and is one the stage
-makes itself, so the vectors equal the stage's but for float noise between threads (~1e-7).
+the very calls a later stage will make on a first build (the topics stage's segment chunks, the messages
+family's own-text turns), last first: the stage takes them from the first, finds them cached, and the two
+meet in the middle. Each call is stored whole or not at all. On a rebuild a stage may ask for a subset,
+which the cache answers all the same; the vectors equal the stage's own but for float noise (~1e-7).
 
 A failed prefetch costs nothing but its time: whatever it did not store, the stage embeds itself. Calls come
 from an iterable that the thread consumes, so a caller can leave costly work (a query over every message) to
@@ -78,7 +79,7 @@ def start_warming(embedder: Embedder) -> threading.Thread:
         try:
             embedder.warm()
         except Exception as exc:  # the first embed raises it again, where a run reports it
-            log.debug("warming the embedder failed: %s", exc)
+            log.warning("loading the embedding model ahead failed (the first embedding retries): %s", exc)
         finally:
             atexit.unregister(thread.join)
 

