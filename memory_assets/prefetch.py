@@ -19,20 +19,21 @@ from memory_core.embeddings.prefetch import EmbeddingPrefetch
 from memory_core.store.db import CorpusStore
 from memory_core.topics.prefetch import segment_vector_calls
 from memory_core.vector_index.families import own_text_message_calls
+from memory_core.vector_index.stage import message_vector_source
 from memory_resources.embeddings import EmbeddingsResource
 
 
 def _message_vectors(context: dg.AssetExecutionContext) -> str:
-    """How the run's `indexes` step gets message vectors (`message_vectors`, or "text" when it does not
-    derive them from the segments family it builds)."""
+    """How the run's `indexes` step gets message vectors (its config, or the config's defaults)."""
     from memory_assets.read_side.assets import IndexesConfig
 
     ops = (context.run_config or {}).get("ops") or {}
     given = (ops.get("indexes") or {}).get("config") or {}
-    families = given.get("families") or IndexesConfig.model_fields["families"].default
-    if "messages" not in families or "segments" not in families:  # no messages derived from segments
-        return "text"
-    return given.get("message_vectors") or IndexesConfig.model_fields["message_vectors"].default
+    defaults = IndexesConfig.model_fields
+    return message_vector_source(
+        given.get("families") or defaults["families"].default,
+        given.get("message_vectors") or defaults["message_vectors"].default,
+    )
 
 
 def start_build_prefetch(

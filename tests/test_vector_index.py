@@ -354,3 +354,14 @@ def test_topic_index_uses_centroids_in_the_embedding_space(home, tmp_path):
     assert family_path(corpus.store, "topics").is_symlink()
     with pytest.raises(ValueError, match="unknown index family"):
         family_path(corpus.store, "users")
+
+
+def test_messages_are_derived_from_segments_only_by_a_build_of_both_families():
+    """One rule for the stage and for the prefetch of own-text turns (memory_assets/prefetch.py)."""
+    from memory_core.vector_index.stage import message_vector_source
+
+    assert message_vector_source(("segments", "messages"), "mixed") == "mixed"
+    assert message_vector_source(("topics", "segments", "messages"), "segments") == "segments"
+    assert message_vector_source(("messages",), "mixed") == "text"  # no segments built: its own text
+    assert message_vector_source(("segments", "concepts"), "mixed") == "text"  # no messages family at all
+    assert message_vector_source(("segments", "messages"), "text") == "text"

@@ -26,10 +26,10 @@ def _by_length(texts: Sequence[str]) -> list[int]:
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
 
 
-def chunked(texts: Sequence[str], size: int) -> list[list[str]]:
+def chunked(texts: Sequence[str], size: int, order: list[int] | None = None) -> list[list[str]]:
     """The calls `embed_chunked` makes, shortest texts first (a prefetch that makes the same calls leaves the
-    stage nothing to embed)."""
-    order = _by_length(texts)
+    stage nothing to embed); `order` is the texts' order by length when the caller has it."""
+    order = _by_length(texts) if order is None else order
     return [[texts[i] for i in order[j : j + size]] for j in range(0, len(order), size)]
 
 
@@ -45,7 +45,8 @@ def embed_chunked(
     row per text, in the order of `texts`, as the embedder returns it (not normalised)."""
     if not texts:
         return np.zeros((0, getattr(embedder, "dim", 0) or 1), dtype=np.float32)
-    chunks = chunked(texts, size)
+    order = _by_length(texts)
+    chunks = chunked(texts, size, order)
     workers = spare_workers() if workers is None else workers
     if len(chunks) < 2 or workers < 2:
         parts = [embedder.embed(chunk) for chunk in chunks]
@@ -54,5 +55,5 @@ def embed_chunked(
             parts = list(pool.map(embedder.embed, chunks))
     sorted_rows = np.concatenate(parts)
     out = np.empty_like(sorted_rows)
-    out[_by_length(texts)] = sorted_rows
+    out[order] = sorted_rows
     return out

@@ -24,6 +24,14 @@ from memory_core.vector_index.families import (
 MessageVectors = Literal["mixed", "segments", "text"]
 
 
+def message_vector_source(families: Sequence[str], message_vectors: MessageVectors) -> MessageVectors:
+    """How a build of `families` gets message vectors: "text" when it does not derive them from the segments
+    family it builds (what a prefetch of own-text turns asks too, memory_assets/prefetch.py)."""
+    if "messages" not in families or "segments" not in families:
+        return "text"
+    return message_vectors
+
+
 @dataclass
 class IndexesReport:
     embedding_model: str
@@ -69,10 +77,11 @@ def build_indexes(
     `text` or segments are not built in this run), then the lexical indexes."""
     policy = policy or IndexPolicy()
     reports = []
+    source = message_vector_source(families, message_vectors)
     for family in families:
-        if family == "messages" and message_vectors != "text" and "segments" in families:
+        if family == "messages" and source != "text":
             report = build_message_index_from_segments(
-                store, embedder, policy, own_text_when_shared=message_vectors == "mixed"
+                store, embedder, policy, own_text_when_shared=source == "mixed"
             )
         else:
             report = build_family_index(store, family, embedder, policy, batch_size=batch_size)
