@@ -31,6 +31,7 @@ class PartitionRun:
     seconds: float
     run_id: str
     failed_checks: tuple[str, ...] = ()
+    failure: str | None = None  # why the run failed: its first failed step and that step's error
 
 
 def _materialize_one(
@@ -46,7 +47,13 @@ def _materialize_one(
     resources = {key: type(defaults[key])(**dict(fields)) for key, fields in resource_config.items()}
     run = CorpusRunner(home, memory_instance(home), resources=resources).materialize(corpus)
     return PartitionRun(
-        corpus, run.success, run.passed, round(run.seconds, 2), run.run_id, tuple(run.failed_checks())
+        corpus,
+        run.success,
+        run.passed,
+        round(run.seconds, 2),
+        run.run_id,
+        tuple(run.failed_checks()),
+        run.failure(),
     )
 
 

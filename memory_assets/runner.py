@@ -95,6 +95,20 @@ class CorpusRun:
                     return message
         return None
 
+    def failure(self) -> str | None:
+        """Why the run failed, on one line: the first failed step and its innermost error (or the run's
+        own failure message when no step failed); None for a successful run."""
+        if self.result.success:
+            return None
+        for event in self.result.all_events:
+            if event.is_step_failure and event.step_failure_data is not None:
+                err = event.step_failure_data.error
+                return f"{event.step_key}: {user_error_message(err) or _last_cause(err)}"
+        for event in self.result.all_events:
+            if event.event_type_value == "RUN_FAILURE":
+                return event.message or "the run failed before any step"
+        return "the run failed before any step"
+
     @property
     def passed(self) -> bool:
         """The run succeeded and no ERROR-severity check failed."""

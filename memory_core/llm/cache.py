@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 
 from memory_core.llm.base import LLMClient, StructuredRequest, StructuredResult, T, parse_answer
-from memory_core.store.db import get_engine, utcnow, wipe_free_pages
+from memory_core.store.db import create_tables, get_engine, utcnow, wipe_free_pages
 
 cache_metadata = MetaData()
 llm_responses = Table(
@@ -58,7 +58,7 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.engine = get_engine(f"sqlite:///{path}")
-        cache_metadata.create_all(self.engine)
+        create_tables(cache_metadata, self.engine)
 
     @classmethod
     def in_dir(cls, cache_dir: Path) -> ResponseCache:

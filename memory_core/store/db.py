@@ -118,6 +118,20 @@ def get_engine(url: str) -> Engine:
         return engine
 
 
+def create_tables(metadata: MetaData, engine: Engine, attempts: int = 5) -> None:
+    """`metadata.create_all`, safe against another process creating the same tables at the same moment
+    (the home's registry and shared caches are opened by every run process): SQLAlchemy looks before it
+    creates, so the loser of that race fails with "already exists" and looks again."""
+    for attempt in range(attempts):
+        try:
+            metadata.create_all(engine)
+            return
+        except (sqlalchemy_exc.OperationalError, sqlalchemy_exc.ProgrammingError) as err:
+            if "already exists" not in str(err) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
 def dispose_engines() -> None:
     with _engines_lock:
         for engine in _engines.values():
@@ -147,7 +161,7 @@ class MemoryHome:
     def registry_engine(self) -> Engine:
         self.root.mkdir(parents=True, exist_ok=True)
         engine = get_engine(f"sqlite:///{self.root / 'registry.db'}")
-        registry_metadata.create_all(engine)
+        create_tables(registry_metadata, engine)
         return engine
 
     def corpus(self, name: str, readonly: bool = False) -> CorpusStore:
@@ -227,7 +241,7 @@ class CorpusStore:
         engine = get_engine(url)
         if store not in self._ready:
             track_versions(engine)
-            METADATA_BY_STORE[store].create_all(engine)
+            create_tables(METADATA_BY_STORE[store], engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             retire_constraints(engine, METADATA_BY_STORE[store])
             self._ready.add(store)
