@@ -1,9 +1,11 @@
 """What a run embeds ahead, on the core the concept loop leaves idle (memory_core/embeddings/prefetch.py).
 
-`canonical_concepts` starts it: the loop is the longest stage before `topics` and `indexes`, and the local
-embedder runs one torch thread. It embeds the topics stage's segment chunks (last first, meeting the stage in
-the middle), then the turns the messages family embeds from their own text (computed on the thread), each
-only when the run also materialises that stage. Not with one core (it would only compete with the loop) and
+The first stage after `segments` in the run starts it — `extraction` (the offline teacher is one core of
+Python, an LLM teacher mostly waits), else `canonical_concepts` (the loop is the longest stage before `topics`
+and `indexes`, and the local embedder runs one torch thread). It embeds the topics stage's segment chunks
+(last first, meeting the stage in the middle), then the turns the messages family embeds from their own text
+(computed on the thread), each only when the run also materialises that stage; with `topics` in the run,
+umap is imported beside it too. Not with one core (it would only compete with the loop) and
 not without the embedding cache (it would throw its vectors away).
 """
 
@@ -18,6 +20,8 @@ from memory_assets.common import run_materializes
 from memory_core.embeddings.prefetch import EmbeddingPrefetch
 from memory_core.store.db import CorpusStore
 from memory_core.topics.prefetch import segment_vector_calls
+from memory_core.topics.tuner import TunerConfig
+from memory_core.topics.umap_loader import numba_cache_dir, start_loading_umap
 from memory_core.vector_index.families import own_text_message_calls
 from memory_core.vector_index.stage import message_vector_source
 from memory_resources.embeddings import EmbeddingsResource
@@ -44,7 +48,10 @@ def start_build_prefetch(
         return None
     calls, what = [], []
     if run_materializes(context, "topics"):
-        calls.append(segment_vector_calls(store))
+        segment_calls = segment_vector_calls(store)
+        if sum(map(len, segment_calls)) >= TunerConfig.umap_min_points:  # else the stage reduces with PCA
+            start_loading_umap(numba_cache_dir(store.home.cache_dir))
+        calls.append(segment_calls)
         what.append("segment vectors")
     mode = _message_vectors(context)
     if run_materializes(context, "indexes") and mode in ("mixed", "segments"):

@@ -149,3 +149,24 @@ def test_vectors_are_embedded_ahead_only_for_the_stages_the_run_builds(
     monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the prefetch would only compete with the loop
     again = _materialize(instance, home, both, run_config)
     assert again.success and not _logged(instance, again, ahead)
+
+
+def test_a_build_embeds_ahead_from_its_extraction_step_once(home, instance, tmp_path, monkeypatch):
+    """With extraction in the run, the prefetch starts there (beside the teacher), not again in the loop."""
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    register(home, plan_corpora("dana", write_jsonl(tmp_path / "dana.jsonl", jsonl_rows())))
+    instance.add_dynamic_partitions(corpus_partitions.name, ["dana"])
+    build = dg.AssetSelection.assets(
+        "messages", "segments", "mentions", "user_reactions", "canonical_concepts", "topics"
+    )
+    run_config = {"ops": {**RUN_CONFIG["ops"], "topics": {"config": {"n_trials": 4, "min_points": 4}}}}
+    result = _materialize(instance, home, build, run_config)
+    assert result.success
+    steps = [
+        entry.step_key
+        for entry in instance.all_logs(result.run_id)
+        if "embedded ahead of the stages that use them" in (entry.user_message or "")
+    ]
+    assert steps == ["extraction"]

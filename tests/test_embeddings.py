@@ -187,8 +187,9 @@ def test_resource_builds_providers_and_resolves_the_key_at_run_time(home, monkey
         EmbeddingsResource(provider="hashing", use_cache=False).cached_embedder(home), HashingEmbedder
     )
     local = EmbeddingsResource().embedder()
+    assert type(local).__name__ == "TorchBertEmbedder"  # the default model: sentence-transformers' vectors
     assert (
-        local.model_name == "sentence-transformers/all-MiniLM-L6-v2" and local._model is None
+        local.model_name == "sentence-transformers/all-MiniLM-L6-v2" and local._encoder is None
     )  # loads lazily
     monkeypatch.delenv("MEMORY_TEST_EMBED_KEY", raising=False)
     resource = EmbeddingsResource(
@@ -224,9 +225,8 @@ def test_local_minilm_embeds_meaningfully(home):
 
 
 _TWO_THREADS_LOAD = """
-import threading
-from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder, _load_model
-a, b = SentenceTransformerEmbedder(threads=1), SentenceTransformerEmbedder(threads=1)
+import sys, threading
+{make}
 start = threading.Barrier(2)
 def embed(embedder):
     start.wait()
@@ -234,19 +234,35 @@ def embed(embedder):
 threads = [threading.Thread(target=embed, args=(e,)) for e in (a, b)]
 [t.start() for t in threads]
 [t.join() for t in threads]
-print(_load_model.cache_info().misses, a._model is b._model)
+heavy = sorted(m for m in ("sentence_transformers", "transformers", "sklearn") if m in sys.modules)
+print({report}, heavy or "none")
 """
+_TWO_THREADS_LOAD_ST = _TWO_THREADS_LOAD.format(
+    make="from memory_core.embeddings.sentence_transformer import SentenceTransformerEmbedder, _load_model\n"
+    "a, b = SentenceTransformerEmbedder(threads=1), SentenceTransformerEmbedder(threads=1)",
+    report="_load_model.cache_info().misses, a._model is b._model",
+)
+_TWO_THREADS_LOAD_TORCH = _TWO_THREADS_LOAD.format(
+    make="from memory_core.embeddings import EmbedderSpec, build_embedder\n"
+    "from memory_core.embeddings.bert_torch import _encoder\n"
+    'a, b = (build_embedder(EmbedderSpec("local"), threads=1) for _ in range(2))',
+    report="_encoder.cache_info().misses, a._encoder is b._encoder",
+)
 
 
 @pytest.mark.slow
-def test_two_threads_asking_for_the_model_at_once_load_it_once():
-    """The concept loop and the segment-vector prefetch may make a process's first embedding call together."""
+@pytest.mark.parametrize("script", [_TWO_THREADS_LOAD_ST, _TWO_THREADS_LOAD_TORCH], ids=["st", "torch"])
+def test_two_threads_asking_for_the_model_at_once_load_it_once(script):
+    """The concept loop and the segment-vector prefetch may make a process's first embedding call together;
+    the pipeline's runtime gets there without importing sentence-transformers, transformers or sklearn."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _TWO_THREADS_LOAD], capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split()[-2:] == ["1", "True"]
+    assert out.stdout.split()[:2] == ["1", "True"]
+    if script is _TWO_THREADS_LOAD_TORCH:
+        assert out.stdout.split()[-1] == "none"
 
 
 # ------------------------------------------------------------------------------------------------ specs
@@ -386,6 +402,41 @@ def test_numpy_runtime_vectors_match_the_torch_model():
     assert float(np.abs(one_by_one - numpy_vectors).max()) < 1e-5  # padding in a batch changes nothing
 
 
+@pytest.mark.slow
+def test_pipeline_runtime_vectors_match_sentence_transformers(tmp_path):
+    """The build's runtime (torch kernels, no sentence-transformers) computes sentence-transformers' vectors
+    for the default model — to the bit in the same batches, within float noise in others; a model it cannot
+    compute stays on sentence-transformers."""
+    from memory_core.embeddings import (
+        EmbedderSpec,
+        SentenceTransformerEmbedder,
+        TorchBertEmbedder,
+        build_embedder,
+    )
+    from memory_core.embeddings.bert_numpy import packaged_model_path
+
+    texts = QUERY_RUNTIME_TEXTS + [f"Turn {i}: " + "we talked about the garden " * i for i in range(1, 40)]
+    reference = SentenceTransformerEmbedder(batch_size=8).embed(texts)
+    pipeline = build_embedder(EmbedderSpec("local"), batch_size=5)
+    assert isinstance(pipeline, TorchBertEmbedder) and pipeline.spec() == SentenceTransformerEmbedder().spec()
+    vectors = pipeline.embed(texts)
+    assert vectors.shape == reference.shape == (len(texts), 384)
+    assert float(np.abs(vectors - reference).max()) < 1e-5
+    same_batches = build_embedder(EmbedderSpec("local"), batch_size=8).embed(texts)
+    np.testing.assert_array_equal(same_batches, reference)  # bit for bit: the topic tuner feels 1e-7
+    one_by_one = np.concatenate([pipeline.embed([t]) for t in texts[:8]])
+    assert float(np.abs(one_by_one - vectors[:8]).max()) < 1e-5  # padding in a batch changes nothing
+
+    folder = tmp_path / "cls-model"
+    folder.mkdir()
+    for name in ("config.json", "modules.json", "tokenizer.json", "model.safetensors"):
+        (folder / name).write_bytes((packaged_model_path() / name).read_bytes())
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    other = build_embedder(EmbedderSpec("local", model_path=str(folder)))
+    assert isinstance(other, SentenceTransformerEmbedder)
+
+
 def test_chunked_embedding_keeps_each_text_s_row_on_two_threads_in_calls_of_one_length():
     """Calls hold texts of about one length (shortest first), two threads take them in turn, and each row
     is the text's own vector in the caller's order; the cache's counters add up across the two threads."""
@@ -450,7 +501,7 @@ def test_a_run_s_local_embedder_is_warmed_at_its_start_and_a_failed_warm_up_rais
     for provider in ("local", "hashing"):
         resource = EmbeddingsResource(provider=provider)
         resource.setup_for_execution(dg.build_init_resource_context())
-    assert [type(e).__name__ for e in started] == ["SentenceTransformerEmbedder"]
+    assert [type(e).__name__ for e in started] == ["TorchBertEmbedder"]
     monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the load would only compete
     EmbeddingsResource().setup_for_execution(dg.build_init_resource_context())
     assert len(started) == 1

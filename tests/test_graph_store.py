@@ -366,9 +366,31 @@ def test_embedded_swap_is_atomic_for_readers(tmp_path):
     with pytest.raises(RuntimeError, match="half way"):
         writer.load(broken_nodes(), [])
     assert reader.counts().nodes["Domain"] == 5  # the old graph is untouched
-    assert sorted(p.name for p in path.parent.iterdir()) == ["graph.lbdb"]  # no temp files left
+    # no temp files left; the marker names the export the file was loaded from
+    assert sorted(p.name for p in path.parent.iterdir()) == [".graph.lbdb.export", "graph.lbdb"]
     reader.close()
     writer.close()
+
+
+def test_an_unchanged_export_leaves_the_embedded_graph_file_as_it_is(tmp_path):
+    """A rebuild whose export equals the last load's writes nothing (the file, and the read caches stamped
+    by it, stay valid); any other write makes the next load a real one."""
+    path = tmp_path / "graph" / "graph.lbdb"
+    store = LadybugGraphStore(path)
+    first = store.load(*_batches(3))
+    stamp = (os.stat(path).st_ino, os.stat(path).st_mtime_ns)
+    again = store.load(*_batches(3))
+    assert not first.unchanged and again.unchanged
+    assert again.nodes == first.nodes and (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == stamp
+    assert store.counts().nodes["Domain"] == 3
+
+    changed = store.load(*_batches(4))
+    assert not changed.unchanged and store.counts().nodes["Domain"] == 4
+    store.upsert([NodeBatch("Domain", [{"id": "extra", "label": "x", "profile": "", "size": 1}])])
+    assert store.counts().nodes["Domain"] == 5
+    reloaded = store.load(*_batches(4))  # the same export as the last load, but the file was changed since
+    assert not reloaded.unchanged and store.counts().nodes["Domain"] == 4
+    store.close()
 
 
 def test_embedded_load_keeps_text_exactly(tmp_path):

@@ -168,6 +168,24 @@ def test_a_long_lived_reader_sees_an_in_place_change_on_postgres(pg_home, instan
         conn.execute(select(func.count()).select_from(canonical_concepts)).scalar_one()
     assert store.version("staging")[1] == stamp[1] + 1
 
+    # the table's own counter moved too, so its data version is hashed again, and kept after that
+    from memory_core.store.fingerprint import fingerprint
+    from memory_core.store.version import table_version
+
+    with store.staging.connect() as conn:
+        counter = table_version(conn, "canonical_concepts")
+    first = fingerprint(store, [("staging", "canonical_concepts")])
+    with store.staging.begin() as conn:
+        conn.execute(
+            update(canonical_concepts)
+            .where(canonical_concepts.c.concept_id == concept_id)
+            .values(title="Kestrel analytics run on DuckDB (refined twice)")
+        )
+    with store.staging.connect() as conn:
+        assert table_version(conn, "canonical_concepts") != counter
+    second = fingerprint(store, [("staging", "canonical_concepts")])
+    assert second.digest != first.digest and second == fingerprint(store, [("staging", "canonical_concepts")])
+
 
 def test_removing_a_corpus_with_its_data_drops_its_databases(pg_home, tmp_path):
     from click.testing import CliRunner

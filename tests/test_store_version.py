@@ -69,3 +69,70 @@ def test_a_long_lived_reader_sees_an_in_place_refine(built_demo, tmp_path):
     assert after is not before and len(after.ids) == len(before.ids)
     assert after.rows[after.index[concept_id]]["title"] == "Refined"
     dispose_engines()
+
+
+def test_each_table_counts_the_transactions_that_wrote_it(home):
+    """Per table, a counter raised once per transaction that wrote it; a write naming no table raises `*`;
+    the bookkeeping (counters, kept fingerprints) is no write of the store's content."""
+    from sqlalchemy import text
+
+    from memory_core.store.version import table_version, written_table
+
+    store = home.corpus("notes")
+    with store.staging.connect() as conn:
+        residuals_before, concepts_before = table_version(conn, "residuals"), table_version(conn, "canonical_concepts")
+    stamp = store.version("staging")
+    with store.staging.begin() as conn:
+        conn.execute(insert(residuals), [_residual(), _residual()])
+        conn.execute(update(residuals).values(reason="changed"))
+    with store.staging.connect() as conn:
+        after = table_version(conn, "residuals")
+        assert int(after.split(":")[0]) == int(residuals_before.split(":")[0]) + 1
+        assert table_version(conn, "canonical_concepts") == concepts_before  # not written
+    with store.staging.begin() as conn:
+        conn.execute(text("WITH gone AS (SELECT 1) DELETE FROM residuals WHERE reason = 'nothing'"))
+    with store.staging.connect() as conn:
+        any_after = table_version(conn, "canonical_concepts")
+        assert any_after.split(":")[1] != concepts_before.split(":")[1]  # `*`: every table may have changed
+    assert store.version("staging")[1] == stamp[1] + 2
+    assert written_table('INSERT OR IGNORE INTO "mentions" (a) VALUES (1)') == "mentions"
+    assert written_table("ALTER TABLE segments ADD COLUMN x TEXT") == "segments"
+    assert written_table("DELETE FROM concept_evidence WHERE 1") == "concept_evidence"
+
+
+def test_a_table_is_hashed_again_only_after_a_write(home):
+    """A stage's data version reuses a table's kept digest while its counter stands, and hashes it again
+    after any write — an in-place UPDATE that leaves the row count alike included."""
+    from sqlalchemy import event
+
+    from memory_core.store.fingerprint import fingerprint
+
+    store = home.corpus("notes")
+    with store.staging.begin() as conn:
+        conn.execute(insert(residuals), [_residual(), _residual()])
+    reads: list[str] = []
+    engine = store.staging
+
+    def note(_conn, _cursor, statement, *_):
+        if statement.lstrip().upper().startswith("SELECT") and "FROM residuals" in statement:
+            reads.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        first = fingerprint(store, [("staging", "residuals")])
+        stamp = store.version("staging")
+        assert len(reads) == 1 and first.rows == {"staging.residuals": 2}
+        again = fingerprint(store, [("staging", "residuals")])
+        assert again == first and len(reads) == 1  # kept: the table was not read again
+        assert store.version("staging") == stamp  # keeping a digest wrote no content
+        narrower = fingerprint(store, [("staging", "residuals")], {("staging", "residuals"): {"payload"}})
+        assert narrower.digest != first.digest and len(reads) == 2  # other columns: another digest
+        with store.staging.begin() as conn:
+            conn.execute(update(residuals).values(reason="changed in place"))
+        changed = fingerprint(store, [("staging", "residuals")])
+        assert len(reads) == 3 and changed.digest != first.digest and changed.rows == first.rows
+        with store.staging.begin() as conn:
+            conn.execute(update(residuals).values(reason="r"))
+        assert fingerprint(store, [("staging", "residuals")]) == first  # the same content, the same version
+    finally:
+        event.remove(engine, "before_cursor_execute", note)

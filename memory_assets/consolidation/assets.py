@@ -3,7 +3,7 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, corpus_store, materialize_result, run_materializes
 from memory_assets.partitions import corpus_partitions
 from memory_assets.prefetch import start_build_prefetch
 from memory_core.concepts.policy import ConceptPolicy
@@ -197,8 +197,8 @@ def canonical_concepts(
     client = llm.build_client(home) if config.llm_adjudicator else None
     adjudicator = LLMAdjudicator(client, store) if client is not None else None
     loop_config = config.loop_config()
-    # later stages' vectors, on the core the loop leaves idle
-    start_build_prefetch(context, store, embeddings)
+    if not run_materializes(context, "mentions"):  # else extraction started it
+        start_build_prefetch(context, store, embeddings)  # later stages' vectors, beside the loop
     with store.write_lock(), progress_to(context.log.info):
         run = consolidate(
             store, embedder, loop_config, context.run_id, adjudicator=adjudicator, log_fn=context.log.info

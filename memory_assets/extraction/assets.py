@@ -7,11 +7,13 @@ from pydantic import Field
 from memory_assets.common import Table, corpus_store, materialize_result
 from memory_assets.ingestion.assets import segments
 from memory_assets.partitions import corpus_partitions
+from memory_assets.prefetch import start_build_prefetch
 from memory_core.extraction.quality import reaction_quality
 from memory_core.extraction.report import UserReactionsReport
 from memory_core.extraction.stage import extract_corpus
 from memory_core.llm.cache import ResponseCache
 from memory_core.progress import progress_to
+from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
 
@@ -49,9 +51,14 @@ class ExtractionConfig(dg.Config):
     can_subset=False,
 )
 def extraction(
-    context: dg.AssetExecutionContext, config: ExtractionConfig, storage: MemoryStorage, llm: LLMResource
+    context: dg.AssetExecutionContext,
+    config: ExtractionConfig,
+    storage: MemoryStorage,
+    llm: LLMResource,
+    embeddings: EmbeddingsResource,
 ):
     store = corpus_store(context, storage)
+    start_build_prefetch(context, store, embeddings)  # later stages' vectors, beside the teacher
     teacher = llm.build_teacher(storage.memory_home())
     context.log.info(f"extraction teacher: {teacher.describe()}")
     with store.write_lock(), progress_to(context.log.info):

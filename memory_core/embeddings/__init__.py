@@ -1,7 +1,8 @@
 """Embedding capability: one abstract base, one module per provider, one factory, a shared persistent cache.
 
-Providers (heavy SDKs imported lazily): `HashingEmbedder` (tests), `SentenceTransformerEmbedder`
-(local all-MiniLM-L6-v2, the default), `OpenAIEmbedder` (any OpenAI-compatible `/embeddings`), each built by
+Providers (heavy SDKs imported lazily): `HashingEmbedder` (tests), `TorchBertEmbedder` (local
+all-MiniLM-L6-v2, the default; sentence-transformers' vectors on torch), `SentenceTransformerEmbedder` (other
+local models), `OpenAIEmbedder` (any OpenAI-compatible `/embeddings`), each built by
 `build_embedder(EmbedderSpec(...))` and describing itself with `embedder.spec()`.
 Wrap any of them in `CachedEmbedder(embedder, EmbeddingCache.for_home(home))`. The read side embeds queries
 with `build_query_embedder(spec)`: the same vectors, on `NumpyBertEmbedder` (no torch) where it can.
@@ -9,6 +10,7 @@ with `build_query_embedder(spec)`: the same vectors, on `NumpyBertEmbedder` (no 
 
 from memory_core.embeddings.base import Embedder, EmbedderSpec, l2_normalise
 from memory_core.embeddings.bert_numpy import NumpyBertEmbedder
+from memory_core.embeddings.bert_torch import TorchBertEmbedder
 from memory_core.embeddings.cache import CachedEmbedder, EmbeddingCache
 from memory_core.embeddings.factory import (
     EmbedderConfigError,
@@ -30,6 +32,7 @@ __all__ = [
     "NumpyBertEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "TorchBertEmbedder",
     "build_embedder",
     "build_query_embedder",
     "index_embedder_spec",

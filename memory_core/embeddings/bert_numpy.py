@@ -15,6 +15,7 @@ Supported: a folder with `config.json` of `model_type` bert (absolute positions)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -43,6 +44,20 @@ def _read_json(path: Path) -> dict | list | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return None
+
+
+def read_model_config(folder: str | Path) -> dict | None:
+    """The model folder's `config.json` (None when it has none)."""
+    config = _read_json(Path(folder) / "config.json")
+    return config if isinstance(config, dict) else None
+
+
+def has_normalize_module(folder: str | Path) -> bool:
+    """Whether the model's sentence-transformers modules end with Normalize."""
+    modules = _read_json(Path(folder) / "modules.json")
+    return isinstance(modules, list) and any(
+        str(m.get("type", "")).rsplit(".", 1)[-1] == "Normalize" for m in modules if isinstance(m, dict)
+    )
 
 
 def supports(folder: str | Path) -> bool:
@@ -110,6 +125,7 @@ class BertEncoder:
     def __init__(self, folder: Path, max_seq_length: int | None = None, threads: int = 1):
         from tokenizers import Tokenizer
 
+        self.folder = folder
         self.threads = threads
         config = _read_json(folder / "config.json")
         assert isinstance(config, dict)
@@ -126,6 +142,12 @@ class BertEncoder:
         )
         self.lower_case = bool(st_config.get("do_lower_case", False))
         self.weights = load_safetensors(folder / "model.safetensors")
+        self._prepare_weights()
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.tokenizer.no_padding()
+
+    def _prepare_weights(self) -> None:
         # the dense layers' weights transposed once into contiguous (in, out) arrays: on a question's few
         # tokens `x @ W.T` through the mapped (out, in) view measured ~4x slower (0.5 vs 2.2 ms per layer)
         self.dense = {
@@ -133,9 +155,11 @@ class BertEncoder:
             for name, tensor in self.weights.items()
             if name.startswith("encoder.") and name.endswith(".weight") and tensor.ndim == 2
         }
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_seq_length)
-        self.tokenizer.no_padding()
+
+    def _computing(self) -> contextlib.AbstractContextManager:
+        """The context the batches run in: a question's few tokens on multi-threaded BLAS spin more than
+        they compute."""
+        return blas_threads(self.threads)
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         out = x @ self.dense[name]
@@ -186,8 +210,7 @@ class BertEncoder:
         # longest first, like sentence-transformers: batches of similar length pad little
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # a question's few tokens: multi-threaded BLAS spins more than it computes
-        with blas_threads(self.threads):
+        with self._computing():
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 out[rows] = self.forward(*self._padded([encodings[i].ids for i in rows]))
@@ -210,9 +233,10 @@ def _encoder(folder: str, max_seq_length: int | None) -> BertEncoder:
     return BertEncoder(Path(folder), max_seq_length)
 
 
-class NumpyBertEmbedder(Embedder):
-    """A BERT sentence-transformers model run with numpy; `model_path=None` is the packaged all-MiniLM-L6-v2.
-    Its spec is the torch provider's (`local`, same model): the vectors are the same, only the runtime differs."""
+class BertFolderEmbedder(Embedder):
+    """A BERT sentence-transformers model folder run by one of this project's runtimes; `model_path=None` is
+    the packaged all-MiniLM-L6-v2. Its spec is the sentence-transformers provider's (`local`, same model): the
+    vectors are the same, only the runtime differs."""
 
     def __init__(
         self,
@@ -230,14 +254,27 @@ class NumpyBertEmbedder(Embedder):
         )
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
-        config = _read_json(self.folder / "config.json")
-        self.dim = int(config["hidden_size"]) if isinstance(config, dict) else 0
-        self._lock = threading.Lock()
+        config = read_model_config(self.folder)
+        self.dim = int(config["hidden_size"]) if config else 0
 
     def spec(self) -> EmbedderSpec:
         return EmbedderSpec(
             "local", self.model_name, self.dim, model_path=self.model_path, max_seq_length=self.max_seq_length
         )
+
+
+class NumpyBertEmbedder(BertFolderEmbedder):
+    """The model run with numpy (the read side's query runtime: no torch)."""
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        model_name: str | None = None,
+        batch_size: int = 16,
+        max_seq_length: int | None = None,
+    ):
+        super().__init__(model_path, model_name, batch_size, max_seq_length)
+        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

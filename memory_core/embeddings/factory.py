@@ -3,9 +3,11 @@ pipeline embeds, the spec saved in a vector index's metadata when the read side 
 build the same provider with the same settings; an API key is resolved here, when the embedder is built
 (the given key, else the variable the spec names), never at import and never saved.
 
-`build_query_embedder` is the read side's: the same model and vectors, but a local BERT-family model (the
-default all-MiniLM-L6-v2) runs on the torch-free numpy runtime (`bert_numpy`), so a query does not pay for
-loading torch; any other local model falls back to the torch provider.
+A local BERT-family model (the default all-MiniLM-L6-v2) runs on one of two runtimes that compute
+sentence-transformers' vectors without importing it: the pipeline's `build_embedder` on torch's kernels
+(`bert_torch`: a build does not wait ~12 s for sentence-transformers' imports), the read side's
+`build_query_embedder` on numpy (`bert_numpy`: a query does not pay for loading torch). Any other local model
+is embedded by sentence-transformers itself.
 """
 
 from __future__ import annotations
@@ -38,12 +40,16 @@ def build_embedder(
 
         return HashingEmbedder(spec.dim or DEFAULT_HASHING_DIM)
     if spec.provider == "local":
+        from memory_core.embeddings.bert_numpy import packaged_model_path, supports
         from memory_core.embeddings.sentence_transformer import (
             DEFAULT_BATCH_SIZE,
             SentenceTransformerEmbedder,
         )
 
-        return SentenceTransformerEmbedder(
+        local = SentenceTransformerEmbedder
+        if supports(spec.model_path or packaged_model_path()):
+            from memory_core.embeddings.bert_torch import TorchBertEmbedder as local
+        return local(
             model_path=spec.model_path,
             model_name=spec.model_name or None,
             batch_size=batch_size or DEFAULT_BATCH_SIZE,

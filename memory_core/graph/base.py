@@ -91,6 +91,8 @@ class LoadReport:
     #: repeated (type, source, target, key) edges or node ids in one load: the first one is kept
     duplicates: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the export equalled the one the store was last loaded from, so nothing was written
+    unchanged: bool = False
 
     @property
     def items_per_second(self) -> float:
@@ -172,8 +174,9 @@ class LoadTally:
         self.edges[et.type] += len(kept)
         return et, kept
 
-    def report(self, backend: str, location: str, started: float) -> LoadReport:
+    def report(self, backend: str, location: str, started: float, unchanged: bool = False) -> LoadReport:
         return LoadReport(
+            unchanged=unchanged,
             backend=backend,
             location=location,
             nodes={label: self.nodes.get(label, 0) for label in NODE_TYPES},

@@ -13,6 +13,7 @@ write lock (`CorpusStore.write_lock`), as the assets do.
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 import shutil
 import threading
@@ -166,6 +167,17 @@ def _copy_options(key: tuple, spool: _Spool, endpoints: tuple[str, str] | None) 
     return "(" + ", ".join(opts) + ")"
 
 
+def _export_digest(files: dict[tuple, Path], spool: _Spool) -> str:
+    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options."""
+    digest = hashlib.sha256("\n".join(schema_ddl()).encode())
+    for key in sorted(files):
+        digest.update(f"\x00{key}\x00{_copy_options(key, spool, None)}\x00".encode())
+        with files[key].open("rb") as fp:
+            for block in iter(lambda: fp.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def _quoted_path(path: Path) -> str:
     text = str(path)
     if '"' in text or "\\" in text or "\n" in text:
@@ -230,11 +242,28 @@ class LadybugGraphStore(GraphStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return self.path.parent / f".{self.path.name}.{uuid.uuid4().hex}.tmp"
 
-    def _swap_in(self, temp: Path) -> None:
+    def _export_digest_path(self) -> Path:
+        return self.path.parent / f".{self.path.name}.export"
+
+    def _loaded_export(self) -> str | None:
+        """The digest of the export the current file was bulk-loaded from (None: unknown, or changed since)."""
+        try:
+            return self._export_digest_path().read_text(encoding="utf-8") if self.path.exists() else None
+        except FileNotFoundError:
+            return None
+
+    def _swap_in(self, temp: Path, export_digest: str | None = None) -> None:
+        """Rename `temp` over the current file; `export_digest`: the export a full load made it from (any
+        other write leaves the file no export's copy, so its digest is removed first)."""
+        self._export_digest_path().unlink(missing_ok=True)
         os.replace(temp, self.path)
         wal = Path(str(temp) + ".wal")
         if wal.exists():
             raise RuntimeError(f"graph database {temp} was not fully checkpointed (a .wal remains)")
+        if export_digest is not None:
+            marker = self._temp_path()
+            marker.write_text(export_digest, encoding="utf-8")
+            os.replace(marker, self._export_digest_path())
 
     @staticmethod
     def _discard(temp: Path) -> None:
@@ -270,6 +299,9 @@ class LadybugGraphStore(GraphStore):
                     [[r["src"], r["dst"], *(r[p.name] for p in et.props)] for r in rows],
                 )
             files = spool.close()
+            digest = _export_digest(files, spool)
+            if digest == self._loaded_export():  # an unchanged export: the current file is its load
+                return tally.report(self.backend, str(self.path), started, unchanged=True)
             spooled = sum(path.stat().st_size for path in files.values())
             db = ladybug.Database(
                 str(temp), buffer_pool_size=buffer_pool(spooled, _WRITE_POOL), max_db_size=_MAX_DB_SIZE
@@ -289,7 +321,7 @@ class LadybugGraphStore(GraphStore):
             finally:
                 conn.close()
                 db.close()
-            self._swap_in(temp)
+            self._swap_in(temp, export_digest=digest)
         finally:
             self._discard(temp)
             shutil.rmtree(folder, ignore_errors=True)

@@ -36,11 +36,17 @@ class GraphReport:
             "dropped_edges": load.dropped_edges,
             "duplicates": load.duplicates,
             "expired_reactions_skipped": export.expired_reactions,
+            "unchanged": load.unchanged,
             "load_seconds": round(load.seconds, 3),
             "items_per_second": round(load.items_per_second, 1),
         }
 
     def summary(self, corpus: str) -> str:
+        if self.load.unchanged:
+            return (
+                f"{corpus}: the export equals the graph's last load ({self.counts.total_nodes} nodes, "
+                f"{self.counts.total_edges} edges): nothing written"
+            )
         return (
             f"{corpus}: {self.counts.total_nodes} nodes, {self.counts.total_edges} edges loaded in "
             f"{self.load.seconds:.2f}s ({self.load.items_per_second:.0f}/s) into {self.where.get('backend', self.load.backend)}"

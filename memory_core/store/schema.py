@@ -628,6 +628,38 @@ store_versions = {
     )
 }
 
+
+def _table_version_tables(metadata: MetaData) -> tuple[Table, Table]:
+    """Per table of the store, a counter raised by every transaction that wrote it (memory_core.store.version;
+    `*`: a write no table could be read off), and the content fingerprints computed at a counter
+    (memory_core.store.fingerprint), so an unchanged table is not hashed again."""
+    versions = Table(
+        "table_versions",
+        metadata,
+        Column("table_name", String(64), primary_key=True),
+        Column("version", BigInteger, nullable=False),
+    )
+    fingerprints = Table(
+        "table_fingerprints",
+        metadata,
+        Column("table_name", String(64), primary_key=True),
+        Column("columns_key", String(64), primary_key=True),  # which columns were hashed
+        Column("version", String(64), nullable=False),  # the table's counter and `*`'s when hashed
+        Column("digest", String(64), nullable=False),
+        Column("row_count", BigInteger, nullable=False),
+    )
+    return versions, fingerprints
+
+
+table_versions = {
+    name: _table_version_tables(md)
+    for name, md in (
+        ("source", source_metadata),
+        ("staging", staging_metadata),
+        ("reflective", reflective_metadata),
+    )
+}
+
 METADATA_BY_STORE = {
     "source": source_metadata,
     "staging": staging_metadata,

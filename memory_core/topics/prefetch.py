@@ -6,8 +6,8 @@ takes them from the first, finds the prefetched ones in the cache, and the two m
 chunks in flight at that moment are embedded by both. The vectors are the stage's but for float noise
 (~1e-7) between threads, which the topic tuner can feel (evals/README.md).
 
-`canonical_concepts` starts it because it is the stage that runs before `topics` in a build's plan (the two
-sit in one level of the plan, which Dagster orders by name).
+A build starts it from `extraction`, the first stage after `segments` (or from `canonical_concepts` when the
+run has no extraction): memory_assets/prefetch.py.
 """
 
 from __future__ import annotations

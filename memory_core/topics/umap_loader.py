@@ -11,6 +11,7 @@ file and that file's timestamp, so an upgraded umap recompiles. Once umap is imp
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import threading
 from pathlib import Path
@@ -19,6 +20,7 @@ from types import ModuleType
 from memory_core.settings import NUMBA_CACHE_DIR
 
 _LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def numba_cache_dir(cache_root: Path) -> Path:
@@ -57,3 +59,19 @@ def load_umap(cache_dir: Path | None = None) -> ModuleType:
         finally:
             numba.config.CACHE_DIR, numba.njit, numba.jit = saved
         return umap
+
+
+def start_loading_umap(cache_dir: Path | None) -> threading.Thread:
+    """`load_umap(cache_dir)` on a daemon thread: a build imports umap (and scikit-learn, numba, pynndescent:
+    ~1.5 s of one core) while its concept loop runs, not at the start of the topics stage, which takes the
+    same lock and finds it imported. A failed import is left to the stage to raise again."""
+
+    def load() -> None:
+        try:
+            load_umap(cache_dir)
+        except Exception as exc:  # the topics stage imports it again and reports the error there
+            log.warning("importing umap ahead failed (the topics stage retries): %s", exc)
+
+    thread = threading.Thread(target=load, name="umap-import", daemon=True)
+    thread.start()
+    return thread
