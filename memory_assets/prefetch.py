@@ -20,7 +20,7 @@ from memory_assets.common import run_materializes
 from memory_core.embeddings.prefetch import EmbeddingPrefetch
 from memory_core.store.db import CorpusStore
 from memory_core.topics.prefetch import segment_vector_calls
-from memory_core.topics.tuner import TunerConfig
+from memory_core.topics.tuner import TunerConfig, choose_reduction
 from memory_core.topics.umap_loader import numba_cache_dir, start_loading_umap
 from memory_core.vector_index.families import own_text_message_calls
 from memory_core.vector_index.stage import message_vector_source
@@ -40,6 +40,20 @@ def _message_vectors(context: dg.AssetExecutionContext) -> str:
     )
 
 
+def _reduces_with_umap(context: dg.AssetExecutionContext, segments: int) -> bool:
+    """Whether the run's `topics` step will fit UMAP on `segments` segments (its config, or the defaults)."""
+    ops = (context.run_config or {}).get("ops") or {}
+    given = (ops.get("topics") or {}).get("config") or {}
+    config = TunerConfig(
+        reduction=given.get("reduction", TunerConfig.reduction),
+        umap_min_points=given.get("umap_min_points", TunerConfig.umap_min_points),
+    )
+    try:
+        return segments >= config.min_points and choose_reduction(segments, config) == "umap"
+    except ValueError:  # an unknown reduction: the stage says so
+        return False
+
+
 def start_build_prefetch(
     context: dg.AssetExecutionContext, store: CorpusStore, embeddings: EmbeddingsResource
 ) -> EmbeddingPrefetch | None:
@@ -49,7 +63,7 @@ def start_build_prefetch(
     calls, what = [], []
     if run_materializes(context, "topics"):
         segment_calls = segment_vector_calls(store)
-        if sum(map(len, segment_calls)) >= TunerConfig.umap_min_points:  # else the stage reduces with PCA
+        if _reduces_with_umap(context, sum(map(len, segment_calls))):
             start_loading_umap(numba_cache_dir(store.home.cache_dir))
         calls.append(segment_calls)
         what.append("segment vectors")

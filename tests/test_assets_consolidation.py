@@ -170,3 +170,18 @@ def test_a_build_embeds_ahead_from_its_extraction_step_once(home, instance, tmp_
         if "embedded ahead of the stages that use them" in (entry.user_message or "")
     ]
     assert steps == ["extraction"]
+
+
+def test_umap_is_imported_ahead_only_for_a_run_whose_topics_fit_umap():
+    from types import SimpleNamespace
+
+    from memory_assets.prefetch import _reduces_with_umap
+
+    def run(config=None):
+        return SimpleNamespace(run_config={"ops": {"topics": {"config": config}}} if config else {})
+
+    assert _reduces_with_umap(run(), 759) and not _reduces_with_umap(run(), 149)  # auto: PCA below 150
+    assert not _reduces_with_umap(run({"reduction": "pca"}), 759)
+    assert _reduces_with_umap(run({"reduction": "umap"}), 40) and not _reduces_with_umap(run({"reduction": "umap"}), 5)
+    assert _reduces_with_umap(run({"umap_min_points": 20}), 40)
+    assert not _reduces_with_umap(run({"reduction": "nonsense"}), 759)

@@ -383,6 +383,8 @@ def test_an_unchanged_export_leaves_the_embedded_graph_file_as_it_is(tmp_path):
     assert not first.unchanged and again.unchanged
     assert again.nodes == first.nodes and (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == stamp
     assert store.counts().nodes["Domain"] == 3
+    os.utime(path, ns=(stamp[1] + 10**9, stamp[1] + 10**9))  # the file touched by a writer keeping no marker
+    assert not store.load(*_batches(3)).unchanged
 
     changed = store.load(*_batches(4))
     assert not changed.unchanged and store.counts().nodes["Domain"] == 4

@@ -98,6 +98,9 @@ def test_each_table_counts_the_transactions_that_wrote_it(home):
     assert written_table('INSERT OR IGNORE INTO "mentions" (a) VALUES (1)') == "mentions"
     assert written_table("ALTER TABLE segments ADD COLUMN x TEXT") == "segments"
     assert written_table("DELETE FROM concept_evidence WHERE 1") == "concept_evidence"
+    for unclear in ("INSERT INTO main.mentions VALUES (1)", 'DELETE FROM "public"."x"', 'INSERT INTO "my-t" VALUES (1)',
+                    "TRUNCATE a, b", "DROP TABLE a, b"):  # fmt: skip
+        assert written_table(unclear) == "*", unclear  # a wrong name would keep a stale digest: `*` instead
 
 
 def test_a_table_is_hashed_again_only_after_a_write(home):

@@ -47,8 +47,8 @@ class TorchBertEncoder(BertEncoder):
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """sentence-transformers' batches: texts ordered by character length, longest first (its
         `np.argsort`), so every batch pads to the same length as there and the floats agree to the bit."""
+        order = np.argsort([-len(t) for t in texts])  # on the texts as given, as there
         texts = [t.lower() if self.lower_case else t for t in texts]
-        order = np.argsort([-len(t) for t in texts])
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with self._computing():
             for start in range(0, len(order), batch_size):
@@ -115,7 +115,7 @@ class TorchBertEncoder(BertEncoder):
 @functools.lru_cache(maxsize=4)
 def _encoder(folder: str, max_seq_length: int | None, threads: int) -> TorchBertEncoder:
     """One encoder per (model folder, length, threads) per process: every stage of an in-process run shares it."""
-    offline_model_hub()
+    offline_model_hub()  # torch's import reads the hub's variables too; the model never comes from there
     import torch
 
     torch.set_num_threads(threads)

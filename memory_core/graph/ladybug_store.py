@@ -169,7 +169,12 @@ def _copy_options(key: tuple, spool: _Spool, endpoints: tuple[str, str] | None) 
 
 def _export_digest(files: dict[tuple, Path], spool: _Spool) -> str:
     """sha256 of what a load would copy: the schema, and each spooled file with its COPY options."""
-    digest = hashlib.sha256("\n".join(schema_ddl()).encode())
+    import ladybug
+
+    # the library's version too: another release may store the same export differently
+    digest = hashlib.sha256(
+        f"{getattr(ladybug, '__version__', '')}\n".encode() + "\n".join(schema_ddl()).encode()
+    )
     for key in sorted(files):
         digest.update(f"\x00{key}\x00{_copy_options(key, spool, None)}\x00".encode())
         with files[key].open("rb") as fp:
@@ -245,11 +250,17 @@ class LadybugGraphStore(GraphStore):
     def _export_digest_path(self) -> Path:
         return self.path.parent / f".{self.path.name}.export"
 
+    def _file_identity(self) -> str:
+        st = os.stat(self.path)
+        return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
     def _loaded_export(self) -> str | None:
-        """The digest of the export the current file was bulk-loaded from (None: unknown, or changed since)."""
+        """The digest of the export the current file was bulk-loaded from (None: unknown, or the file is not
+        the one that load wrote — replaced or changed by a writer that kept no marker)."""
         try:
-            return self._export_digest_path().read_text(encoding="utf-8") if self.path.exists() else None
-        except FileNotFoundError:
+            digest, identity = self._export_digest_path().read_text(encoding="utf-8").split("\n", 1)
+            return digest if identity == self._file_identity() else None
+        except (FileNotFoundError, ValueError):
             return None
 
     def _swap_in(self, temp: Path, export_digest: str | None = None) -> None:
@@ -262,8 +273,11 @@ class LadybugGraphStore(GraphStore):
             raise RuntimeError(f"graph database {temp} was not fully checkpointed (a .wal remains)")
         if export_digest is not None:
             marker = self._temp_path()
-            marker.write_text(export_digest, encoding="utf-8")
-            os.replace(marker, self._export_digest_path())
+            try:
+                marker.write_text(f"{export_digest}\n{self._file_identity()}", encoding="utf-8")
+                os.replace(marker, self._export_digest_path())
+            finally:
+                marker.unlink(missing_ok=True)
 
     @staticmethod
     def _discard(temp: Path) -> None:

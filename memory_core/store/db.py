@@ -239,8 +239,8 @@ class CorpusStore:
             elif not server_database(url, create=not self.readonly):
                 return self._empty_engine(store)
         engine = get_engine(url)
+        track_versions(engine)  # every time: after dispose_engines the same URL gets a new engine
         if store not in self._ready:
-            track_versions(engine)
             create_tables(METADATA_BY_STORE[store], engine)
             ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
             retire_constraints(engine, METADATA_BY_STORE[store])

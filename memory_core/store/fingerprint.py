@@ -12,14 +12,18 @@ corpus. A digest is kept only when the counter did not move while the table was 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import METADATA_BY_STORE, table_versions
 from memory_core.store.version import table_version
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,18 +71,16 @@ def _table_digest(store: CorpusStore, store_name: str, t, columns: list) -> tupl
             digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass"))
             n += 1
     if not store.readonly:
-        with engine.begin() as conn:
-            if table_version(conn, t.name) == version:  # nobody wrote the table while it was read
-                conn.execute(delete(cache).where(where))
-                conn.execute(
-                    insert(cache).values(
-                        table_name=t.name,
-                        columns_key=key,
-                        version=version,
-                        digest=digest.hexdigest(),
-                        row_count=n,
-                    )
-                )
+        row = dict(
+            table_name=t.name, columns_key=key, version=version, digest=digest.hexdigest(), row_count=n
+        )
+        try:
+            with engine.begin() as conn:
+                if table_version(conn, t.name) == version:  # nobody wrote the table while it was read
+                    conn.execute(delete(cache).where(where))
+                    conn.execute(insert(cache).values(**row))
+        except SQLAlchemyError as err:  # a kept digest only saves time: never fail a stage for it
+            log.info("the digest of %s.%s was not kept (%s)", store_name, t.name, type(err).__name__)
     return digest.hexdigest(), n
 
 

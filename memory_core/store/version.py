@@ -21,7 +21,7 @@ import re
 
 from sqlalchemy import Engine, event, select
 
-from memory_core.store.schema import store_versions
+from memory_core.store.schema import store_versions, table_versions
 
 # statements that change a store (DDL too: a new column is a new content contract)
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "ALTER", "DROP", "UPSERT", "MERGE", "TRUNCATE")
@@ -54,9 +54,16 @@ def _is_write(statement: str) -> bool:
 
 
 def written_table(statement: str) -> str:
-    """The table a write statement changes (lower case); `*` when none can be read off it."""
+    """The table a write statement changes (lower case); `*` when no single unqualified name can be read
+    off it (a schema-qualified name, a name with other characters, several tables): a wrong name would keep
+    a stale digest, `*` only costs a rehash."""
     match = _WRITTEN_TABLE.match(statement)
-    return match.group(1).lower() if match else ANY_TABLE
+    if not match:
+        return ANY_TABLE
+    rest = statement[match.end() :]
+    if rest[:1] not in ("", " ", "\n", "\t", "(", '"', "`") or rest.lstrip('"`').lstrip()[:1] in (".", ","):
+        return ANY_TABLE
+    return match.group(1).lower()
 
 
 def track_versions(engine: Engine) -> None:
@@ -70,11 +77,14 @@ def track_versions(engine: Engine) -> None:
 
     @event.listens_for(engine, "before_cursor_execute")
     def _note_write(conn, _cursor, statement, _params, _context, _executemany):
-        if not _is_write(statement) or any(name in statement for name in _BOOKKEEPING):
+        if not _is_write(statement):
+            return
+        table = ANY_TABLE if _INDEX_DDL.match(statement) else written_table(statement)
+        if table in _BOOKKEEPING:
             return
         conn.info[_WROTE] = True
         if not _INDEX_DDL.match(statement):  # an index is a change of the store, not of a table's rows
-            conn.info.setdefault(_WROTE_TABLES, set()).add(written_table(statement))
+            conn.info.setdefault(_WROTE_TABLES, set()).add(table)
 
     @event.listens_for(engine, "commit")
     def _bump(conn):  # runs before the driver's commit: the bump is part of the transaction
@@ -109,8 +119,6 @@ def read_version(engine: Engine, store: str) -> tuple[str, int]:
 
 def table_version(conn, table: str) -> str:
     """The table's write counter and the store's `*` counter, as one key (a connection of the store's engine)."""
-    from memory_core.store.schema import table_versions
-
     versions = table_versions["staging"][0]  # the same columns in every store's metadata
     rows = dict(
         conn.execute(
