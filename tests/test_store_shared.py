@@ -64,21 +64,33 @@ def test_an_error_other_than_the_race_is_raised_at_once(tmp_path):
     engine.dispose()
 
 
-def _open_shared(root: str, barrier) -> tuple[int, int]:
-    barrier.wait()  # every process at the starting line, then all open the fresh home together
-    home = MemoryHome.resolve(root, None)
-    cache = ResponseCache.in_dir(home.cache_dir)
-    return cache.count(), len(home.registrations())
+def _open_shared(root: str, barrier, results) -> None:
+    barrier.wait(timeout=120)  # every process at the starting line, then all open the fresh home together
+    try:
+        home = MemoryHome.resolve(root, None)
+        cache = ResponseCache.in_dir(home.cache_dir)
+        results.put((cache.count(), len(home.registrations())))
+    except Exception as exc:  # the parent's assertion shows it
+        results.put(f"{type(exc).__name__}: {exc}")
 
 
 def test_run_processes_opening_a_fresh_home_together_all_open_it(tmp_path):
     """Four processes released at once on a fresh home: each opens the registry and the response cache."""
+    # plain processes, each joined with a deadline: a Pool's exit once waited 600 s on a worker (CI, load)
     context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        barrier = manager.Barrier(4)
-        with context.Pool(4) as pool:
-            opened = pool.starmap(_open_shared, [(str(tmp_path / "home"), barrier)] * 4)
-    assert opened == [(0, 0)] * 4
+    barrier, results = context.Barrier(4), context.Queue()
+    workers = [context.Process(target=_open_shared, args=(str(tmp_path / "home"), barrier, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    try:
+        opened = [results.get(timeout=180) for _ in workers]
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+    assert opened == [(0, 0)] * 4 and [w.exitcode for w in workers] == [0] * 4
     dispose_engines()
     engine = create_engine(f"sqlite:///{tmp_path / 'home' / 'cache' / 'llm' / 'responses.db'}")
     assert llm_responses.name in inspect(engine).get_table_names()
