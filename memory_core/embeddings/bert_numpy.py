@@ -256,6 +256,7 @@ class BertFolderEmbedder(Embedder):
         self.max_seq_length = max_seq_length
         config = read_model_config(self.folder)
         self.dim = int(config["hidden_size"]) if config else 0
+        self._lock = threading.Lock()
 
     def spec(self) -> EmbedderSpec:
         return EmbedderSpec(
@@ -265,16 +266,6 @@ class BertFolderEmbedder(Embedder):
 
 class NumpyBertEmbedder(BertFolderEmbedder):
     """The model run with numpy (the read side's query runtime: no torch)."""
-
-    def __init__(
-        self,
-        model_path: str | None = None,
-        model_name: str | None = None,
-        batch_size: int = 16,
-        max_seq_length: int | None = None,
-    ):
-        super().__init__(model_path, model_name, batch_size, max_seq_length)
-        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -79,11 +79,12 @@ def track_versions(engine: Engine) -> None:
     def _note_write(conn, _cursor, statement, _params, _context, _executemany):
         if not _is_write(statement):
             return
-        table = ANY_TABLE if _INDEX_DDL.match(statement) else written_table(statement)
+        index = _INDEX_DDL.match(statement)  # an index is a change of the store, not of a table's rows
+        table = None if index else written_table(statement)
         if table in _BOOKKEEPING:
             return
         conn.info[_WROTE] = True
-        if not _INDEX_DDL.match(statement):  # an index is a change of the store, not of a table's rows
+        if table is not None:
             conn.info.setdefault(_WROTE_TABLES, set()).add(table)
 
     @event.listens_for(engine, "commit")
