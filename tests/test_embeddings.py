@@ -76,6 +76,60 @@ def test_cache_writes_before_returning(tmp_path):
     assert cache.count() == 1  # the finished vector survived the crash of the next call
 
 
+class GatedEmbedder(CountingEmbedder):
+    """Holds its first call until released (another thread's call arrives meanwhile); may fail that call."""
+
+    def __init__(self, fail_first: bool = False):
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.fail_first = fail_first
+
+    def embed(self, texts):
+        first = not self.calls
+        self.calls.append(list(texts))
+        if first:
+            self.entered.set()
+            assert self.release.wait(10)
+            if self.fail_first:
+                raise RuntimeError("model crashed")
+        return self.inner.embed(texts)
+
+
+@pytest.mark.parametrize("first_fails", [False, True])
+def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, first_fails):
+    """A prefetch and a stage (separate CachedEmbedders on one cache file) asking for the same chunk at once:
+    the second waits and reads the first's vectors; when the first fails, the second computes them itself."""
+    path = tmp_path / "cache" / "embeddings.sqlite"
+    inner = GatedEmbedder(fail_first=first_fails)
+    ahead, stage = CachedEmbedder(inner, EmbeddingCache(path)), CachedEmbedder(inner, EmbeddingCache(path))
+    chunk = ["Dana moved to Seattle in May.", "Max is Dana's dog.", "The half marathon took 1:58."]
+    errors: list[Exception] = []
+
+    def run_ahead():
+        try:
+            ahead.embed(chunk)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_ahead)
+    thread.start()
+    assert inner.entered.wait(10)
+    out: list[np.ndarray] = []
+    waiter = threading.Thread(target=lambda: out.append(stage.embed(chunk)))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and len(inner.calls) == 1  # waiting, not computing the chunk again
+    inner.release.set()
+    thread.join(10), waiter.join(10)
+    np.testing.assert_array_equal(out[0], HashingEmbedder(64).embed(chunk))
+    if first_fails:
+        assert len(errors) == 1 and inner.calls == [chunk, chunk]
+        assert (stage.stats.computed, stage.stats.hits) == (3, 0)
+    else:
+        assert not errors and inner.calls == [chunk]
+        assert (stage.stats.computed, stage.stats.hits) == (0, 3)
+
+
 # ------------------------------------------------------------------------------------------------ OpenAI API
 class EmbeddingsAPI(BaseHTTPRequestHandler):
     """POST /v1/embeddings like OpenAI: data[] with index, returned shuffled; one scripted failure first."""

@@ -11,10 +11,12 @@ recomputes them. Concurrent runs of different corpora share the file safely (WAL
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +119,38 @@ def _embed_reporting(inner: Embedder, texts: list[str]) -> np.ndarray:
     return np.concatenate(parts)
 
 
+class _CallsInFlight:
+    """The model calls this process is making, by (cache file, model, the call's texts): a thread whose misses
+    are exactly a call another thread is computing waits for it and reads the vectors from the cache. A
+    prefetch and the stage it runs ahead of take the same chunks from opposite ends and meet on one; both
+    computed it (the same vectors: the same call)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, str, str], threading.Event] = {}
+
+    @contextlib.contextmanager
+    def claim(self, key: tuple[str, str, str]) -> Iterator[threading.Event | None]:
+        """None: the caller computes the call (others wait until it leaves); else the event to wait for."""
+        with self._lock:
+            other = self._calls.get(key)
+            if other is None:
+                mine = self._calls[key] = threading.Event()
+        if other is not None:
+            yield other
+            return
+        try:
+            yield None
+        finally:  # computed and stored, or failed: a waiter then reads the cache, or computes itself
+            with self._lock:
+                del self._calls[key]
+            mine.set()
+
+
+# process-wide like the cache file it guards: the stages and a prefetch hold separate CachedEmbedders
+_IN_FLIGHT = _CallsInFlight()
+
+
 class CachedEmbedder(Embedder):
     """An embedder that asks the cache first and the wrapped model only for misses (deduplicated)."""
 
@@ -142,22 +176,40 @@ class CachedEmbedder(Embedder):
         for key, text in zip(hashes, texts, strict=True):
             if key not in found and key not in missing:
                 missing[key] = text
+        compute_seconds, computed = 0.0, 0
         if missing:
-            t0 = time.perf_counter()
-            computed = _embed_reporting(self.inner, list(missing.values()))
-            compute_seconds = time.perf_counter() - t0
-            items = list(zip(missing.keys(), computed, strict=True))
-            self.cache.put_many(self.model_name, items)  # written before it is used
-            found.update(items)
+            key = (
+                str(self.cache.path),
+                self.model_name,
+                hashlib.sha256("".join(missing).encode()).hexdigest(),
+            )
+            with _IN_FLIGHT.claim(key) as other:
+                if other is None:
+                    compute_seconds, computed = self._compute(missing, found), len(missing)
+            if other is not None:
+                other.wait()
+                found.update(self.cache.get_many(self.model_name, list(missing)))
+                rest = {k: t for k, t in missing.items() if k not in found}  # (the other call failed)
+                if rest:
+                    compute_seconds, computed = self._compute(rest, found), len(rest)
         if not texts:
             out = np.zeros((0, self.dim), dtype=np.float32)
         else:
             out = np.stack([found[key] for key in hashes]).astype(np.float32, copy=False)
         with self._stats_lock:
-            if missing:
-                self.stats.compute_seconds += compute_seconds
+            self.stats.compute_seconds += compute_seconds
             self.stats.requested += len(texts)
-            self.stats.hits += len(texts) - len(missing)
-            self.stats.computed += len(missing)
+            self.stats.hits += len(texts) - computed
+            self.stats.computed += computed
             self.stats.seconds += time.perf_counter() - started
         return out
+
+    def _compute(self, missing: dict[str, str], found: dict[str, np.ndarray]) -> float:
+        """Embed `missing` (key → text) in one call, store it, add it to `found`; the model's seconds."""
+        t0 = time.perf_counter()
+        vectors = _embed_reporting(self.inner, list(missing.values()))
+        seconds = time.perf_counter() - t0
+        items = list(zip(missing.keys(), vectors, strict=True))
+        self.cache.put_many(self.model_name, items)  # written before it is used
+        found.update(items)
+        return seconds
