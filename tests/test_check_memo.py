@@ -56,7 +56,7 @@ def test_the_replay_stands_while_its_tables_stand_and_runs_again_when_a_row_chan
     damaged = action_log_replays(dogs)
     assert len(replays) == 2 and damaged.figures["replayed_now"]
     assert not damaged.passed and damaged.figures["examples"] == [cid]
-    assert not action_log_replays(dogs).passed and len(replays) == 2  # a failure stands as long, too
+    assert not action_log_replays(dogs).passed and len(replays) == 3  # a failure is judged afresh
 
 
 def test_changed_code_an_old_or_unreadable_memo_replays_and_a_read_only_store_keeps_nothing(
@@ -67,7 +67,7 @@ def test_changed_code_an_old_or_unreadable_memo_replays_and_a_read_only_store_ke
     assert action_log_replays(dogs).passed
     memo_file = dogs.dir / memo.MEMO_DIR / "action_log_replays.json"
     assert json.loads(memo_file.read_text())["result"]["evidence_equal"] is True
-    monkeypatch.setattr(memo, "code_digest", lambda modules: "another version of the replay")
+    monkeypatch.setattr(memo, "code_digest", lambda modules, *settings: "another version of the replay")
     assert action_log_replays(dogs).figures["replayed_now"] and len(replays) == 2
     kept = json.loads(memo_file.read_text())
     memo_file.write_text(json.dumps({**kept, "at": kept["at"] - memo.MAX_AGE_S - 1}))

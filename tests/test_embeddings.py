@@ -96,14 +96,24 @@ class GatedEmbedder(CountingEmbedder):
 
 
 @pytest.mark.parametrize("first_fails", [False, True])
-def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, first_fails):
+def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, monkeypatch, first_fails):
     """A prefetch and a stage (separate CachedEmbedders on one cache file) asking for the same chunk at once:
     the second waits and reads the first's vectors; when the first fails, the second computes them itself."""
+    from memory_core.embeddings import cache as cache_module
+
     path = tmp_path / "cache" / "embeddings.sqlite"
     inner = GatedEmbedder(fail_first=first_fails)
     ahead, stage = CachedEmbedder(inner, EmbeddingCache(path)), CachedEmbedder(inner, EmbeddingCache(path))
     chunk = ["Dana moved to Seattle in May.", "Max is Dana's dog.", "The half marathon took 1:58."]
     errors: list[Exception] = []
+    waiting = threading.Event()
+
+    class Seen(threading.Event):  # the event the waiter is handed: set `waiting` once it waits on it
+        def wait(self, timeout=None):
+            waiting.set()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(cache_module.threading, "Event", Seen)
 
     def run_ahead():
         try:
@@ -111,16 +121,17 @@ def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, fi
         except RuntimeError as exc:
             errors.append(exc)
 
-    thread = threading.Thread(target=run_ahead)
+    thread = threading.Thread(target=run_ahead, daemon=True)
     thread.start()
     assert inner.entered.wait(10)
     out: list[np.ndarray] = []
-    waiter = threading.Thread(target=lambda: out.append(stage.embed(chunk)))
+    waiter = threading.Thread(target=lambda: out.append(stage.embed(chunk)), daemon=True)
     waiter.start()
-    waiter.join(0.5)
-    assert waiter.is_alive() and len(inner.calls) == 1  # waiting, not computing the chunk again
+    assert waiting.wait(10) and len(inner.calls) == 1  # waiting for the call, not computing it again
     inner.release.set()
-    thread.join(10), waiter.join(10)
+    thread.join(10)
+    waiter.join(10)
+    assert not thread.is_alive() and not waiter.is_alive()
     np.testing.assert_array_equal(out[0], HashingEmbedder(64).embed(chunk))
     if first_fails:
         assert len(errors) == 1 and inner.calls == [chunk, chunk]
@@ -128,6 +139,20 @@ def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, fi
     else:
         assert not errors and inner.calls == [chunk]
         assert (stage.stats.computed, stage.stats.hits) == (0, 3)
+    assert not cache_module._IN_FLIGHT._calls  # every claim released
+
+
+def test_an_embedder_nested_in_another_on_the_same_cache_does_not_wait_for_itself(tmp_path):
+    path = tmp_path / "cache" / "embeddings.sqlite"
+    counting = CountingEmbedder()
+    nested = CachedEmbedder(CachedEmbedder(counting, EmbeddingCache(path)), EmbeddingCache(path))
+    done: list[np.ndarray] = []
+    worker = threading.Thread(
+        target=lambda: done.append(nested.embed(["one call", "two texts"])), daemon=True
+    )
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive() and counting.calls == [["one call", "two texts"]]
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI API

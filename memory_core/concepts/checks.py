@@ -3,10 +3,12 @@ wrap these (the gardener re-checks them after changing concepts)."""
 
 from __future__ import annotations
 
-from memory_core.concepts import action_log, metrics, patches
-from memory_core.concepts import store as concept_store
+import sys
+
+import memory_core.concepts
+import memory_core.ontology
+from memory_core.concepts import action_log, metrics
 from memory_core.embeddings.base import Embedder
-from memory_core.ontology import concepts as concepts_ontology
 from memory_core.reports import CheckResult
 from memory_core.store import memo, schema
 from memory_core.store.db import CorpusStore
@@ -51,13 +53,19 @@ def concept_purity(
     )
 
 
-_REPLAYED_TABLES = ("action_log", "canonical_concepts", "concept_evidence")
+_REPLAYED_TABLES = tuple(("staging", t) for t in ("action_log", "canonical_concepts", "concept_evidence"))
+
+
+def _replay_code() -> str:
+    """What the replay's result depends on: the concept package (the log, its patches, the concept rows),
+    the ontology the rows are parsed into, the store schema, and this module (the figures)."""
+    return memo.code_digest([memory_core.concepts, memory_core.ontology, schema, sys.modules[__name__]])
 
 
 def action_log_replays(store: CorpusStore) -> CheckResult:
     """Replaying the whole ActionLog over an empty store reproduces canonical_concepts and concept_evidence.
-    While none of the three tables (nor the replay's code) changed since the last replay, its result stands
-    (`replayed_now` False; memory_core.store.memo)."""
+    While none of the three tables (nor the replay's code) changed since the last passing replay, its result
+    stands (`replayed_now` False; memory_core.store.memo)."""
 
     def replay() -> dict:
         with store.staging.connect() as conn:
@@ -71,9 +79,13 @@ def action_log_replays(store: CorpusStore) -> CheckResult:
             "examples": diff["differing"][:10],
         }
 
-    code = memo.code_digest([action_log, patches, concept_store, concepts_ontology, schema])
     figures, kept = memo.kept_or_computed(
-        store, "action_log_replays", "staging", _REPLAYED_TABLES, code, replay
+        store,
+        "action_log_replays",
+        _REPLAYED_TABLES,
+        _replay_code(),
+        replay,
+        keep_if=lambda f: not f["differing"] and f["evidence_equal"],  # a failure is judged afresh
     )
     return CheckResult(
         not figures["differing"] and figures["evidence_equal"], {**figures, "replayed_now": not kept}

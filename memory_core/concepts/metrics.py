@@ -9,18 +9,25 @@ reports them, the gardener judges a Phase 1 run by them).
   them when there are many (`purity_sample` says how many).
 - grounding: share of live concepts whose every evidence span still equals its message text.
 - compression: linked mentions per live concept; residual share: memory-loop residuals per mention.
+
+Purity and grounding read every piece of evidence and its message (the stage report and two asset checks
+ask for them in every run): their figures are kept while the tables they read stand (memory_core.store.memo).
 """
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 
 from sqlalchemy import func, select
 
+from memory_core.concepts import purity as purity_module
 from memory_core.concepts.purity import purity as evidence_purity
 from memory_core.concepts.store import CONSOLIDATION_STAGE
 from memory_core.embeddings.base import Embedder
 from memory_core.ontology.concepts import LIVE_STATES
+from memory_core.store import memo
+from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import (
     canonical_concepts,
@@ -61,12 +68,39 @@ def coverage(store: CorpusStore, high_confidence: float = 0.7) -> dict:
     }
 
 
+_EVIDENCE_TABLES = (
+    ("staging", "canonical_concepts"),
+    ("staging", "concept_evidence"),
+    ("source", "messages"),
+)
+
+
 def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> dict:
     """Evidence homogeneity inside concepts, on the evidence itself (`memory_core.concepts.purity`)."""
-    return evidence_purity(store, embedder, threshold)
+    code = memo.code_digest([purity_module, store_schema], embedder.model_name, threshold)
+    figures, _ = memo.kept_or_computed(
+        store, "purity", _EVIDENCE_TABLES, code, lambda: evidence_purity(store, embedder, threshold)
+    )
+    return figures
 
 
 def grounding(store: CorpusStore) -> dict:
+    """Every active evidence span of every live concept in a current segment re-read from the source message
+    (`_grounding`; kept while its tables stand)."""
+    code = memo.code_digest([sys.modules[__name__], store_schema])
+    tables = (*_EVIDENCE_TABLES, ("staging", "segments"))
+    figures, _ = memo.kept_or_computed(
+        store,
+        "grounding",
+        tables,
+        code,
+        lambda: _grounding(store),
+        keep_if=lambda g: g["ungrounded_concepts"] == 0,  # a contract's failure is judged afresh
+    )
+    return figures
+
+
+def _grounding(store: CorpusStore) -> dict:
     """Every active evidence span of every live concept in a current segment re-read from the source message.
 
     Evidence read in a segment that a changed conversation retired is not checked here: the revision layer

@@ -3,7 +3,9 @@
 One SQLite file under the memory home's cache folder (`cache/embeddings.sqlite`). Only misses reach the
 model; computed vectors are written (and committed) before they are returned, so a crashed run never
 recomputes them. Concurrent runs of different corpora share the file safely (WAL, busy timeout,
-`INSERT OR IGNORE`: the first writer of a key wins, and both computed the same vector anyway).
+`INSERT OR IGNORE`: the first writer of a key wins, and both computed the same vector anyway). Within a
+process, a call whose misses another thread is computing right now waits for those vectors instead of
+computing them again (`_CallsInFlight`: a prefetch and the stage it runs ahead of meet on a chunk).
 
     embedder = CachedEmbedder(SentenceTransformerEmbedder(), EmbeddingCache.for_home(home))
     vectors = embedder.embed(texts)     # (len(texts), dim) float32, rows L2-normalised
@@ -127,28 +129,28 @@ class _CallsInFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[tuple[str, str, str], threading.Event] = {}
+        self._calls: dict[tuple[str, str, str], tuple[int, threading.Event]] = {}
 
     @contextlib.contextmanager
-    def claim(self, key: tuple[str, str, str]) -> Iterator[threading.Event | None]:
-        """None: the caller computes the call (others wait until it leaves); else the event to wait for."""
-        with self._lock:
-            other = self._calls.get(key)
-            if other is None:
-                mine = self._calls[key] = threading.Event()
-        if other is not None:
-            yield other
-            return
+    def claim(self, call: tuple[str, str, str]) -> Iterator[threading.Event | None]:
+        """Yields the event of another thread computing `call` (wait for it, then read the cache), or None:
+        the caller computes it, and others wait until it leaves. The thread computing it asking again (an
+        embedder nested in another on the same cache) computes it too, it never waits for itself."""
+        me, mine = threading.get_ident(), threading.Event()
         try:
-            yield None
-        finally:  # computed and stored, or failed: a waiter then reads the cache, or computes itself
             with self._lock:
-                del self._calls[key]
+                owner, event = self._calls.setdefault(call, (me, mine))
+            yield None if event is mine or owner == me else event
+        finally:  # computed and stored, or failed: a waiter then reads the cache, or computes itself
+            with self._lock:  # (looked up, not remembered: an interrupt may come between any two steps)
+                if self._calls.get(call, (me, None))[1] is mine:
+                    del self._calls[call]
             mine.set()
 
 
 # process-wide like the cache file it guards: the stages and a prefetch hold separate CachedEmbedders
 _IN_FLIGHT = _CallsInFlight()
+_WAIT_S = 600.0  # a 256-text call takes ~10 s here: far longer is a stuck call, not a slow one
 
 
 class CachedEmbedder(Embedder):
@@ -178,16 +180,16 @@ class CachedEmbedder(Embedder):
                 missing[key] = text
         compute_seconds, computed = 0.0, 0
         if missing:
-            key = (
+            call = (
                 str(self.cache.path),
                 self.model_name,
                 hashlib.sha256("".join(missing).encode()).hexdigest(),
             )
-            with _IN_FLIGHT.claim(key) as other:
-                if other is None:
+            with _IN_FLIGHT.claim(call) as elsewhere:
+                if elsewhere is None:
                     compute_seconds, computed = self._compute(missing, found), len(missing)
-            if other is not None:
-                other.wait()
+            if elsewhere is not None:
+                elsewhere.wait(_WAIT_S)  # (a call that outlives it is computed here too)
                 found.update(self.cache.get_many(self.model_name, list(missing)))
                 rest = {k: t for k, t in missing.items() if k not in found}  # (the other call failed)
                 if rest:

@@ -93,6 +93,8 @@ class LoadReport:
     seconds: float = 0.0
     #: the export equalled the one the store was last loaded from, so nothing was written
     unchanged: bool = False
+    #: the digest of the export the store now holds (None: a backend that keeps none, e.g. Neo4j)
+    export_digest: str | None = None
 
     @property
     def items_per_second(self) -> float:
@@ -174,9 +176,17 @@ class LoadTally:
         self.edges[et.type] += len(kept)
         return et, kept
 
-    def report(self, backend: str, location: str, started: float, unchanged: bool = False) -> LoadReport:
+    def report(
+        self,
+        backend: str,
+        location: str,
+        started: float,
+        unchanged: bool = False,
+        export_digest: str | None = None,
+    ) -> LoadReport:
         return LoadReport(
             unchanged=unchanged,
+            export_digest=export_digest,
             backend=backend,
             location=location,
             nodes={label: self.nodes.get(label, 0) for label in NODE_TYPES},
@@ -283,6 +293,11 @@ class GraphStore(ABC):
     def load(self, nodes: Iterable[NodeBatch], edges: Iterable[EdgeBatch]) -> LoadReport:
         """Replace the graph with exactly these nodes and edges (all nodes are consumed before any edge);
         idempotent; readers never see a partial graph (embedded) / stale items are pruned (Neo4j)."""
+
+    def loaded_export(self) -> str | None:
+        """The digest of the export (`LoadReport.export_digest`) the store holds now, if it knows it and
+        nothing else has written since (None: unknown)."""
+        return None
 
     @abstractmethod
     def upsert(self, nodes: Iterable[NodeBatch] = (), edges: Iterable[EdgeBatch] = ()) -> LoadReport:

@@ -40,6 +40,28 @@ from memory_core.store.schema import (
 
 SEGMENT_PREVIEW_CHARS = 200
 DEFAULT_BATCH = 5000
+# what a core export reads, and nothing else (the clock only decides reflective rows): while none of these
+# changed, the export is the same (tests/test_graph_stage.py checks the list against the SQL it runs)
+CORE_TABLES = (
+    ("source", "conversations"),
+    ("source", "messages"),
+    *(
+        ("staging", t.name)
+        for t in (
+            anchor_entities,
+            canonical_concepts,
+            concept_evidence,
+            domains,
+            fact_states,
+            gardener_actions,
+            mentions,
+            segments,
+            topic_concept_links,
+            topic_segments,
+            topics,
+        )
+    ),
+)
 
 
 @dataclass

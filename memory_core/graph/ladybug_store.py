@@ -167,14 +167,17 @@ def _copy_options(key: tuple, spool: _Spool, endpoints: tuple[str, str] | None) 
     return "(" + ", ".join(opts) + ")"
 
 
-def _export_digest(files: dict[tuple, Path], spool: _Spool) -> str:
-    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options."""
+def _library_version() -> str:
+    """The LadybugDB release (another may store the same export differently, or not read this file)."""
     import ladybug
 
+    return str(getattr(ladybug, "__version__", ""))
+
+
+def _export_digest(files: dict[tuple, Path], spool: _Spool) -> str:
+    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options."""
     # the library's version too: another release may store the same export differently
-    digest = hashlib.sha256(
-        f"{getattr(ladybug, '__version__', '')}\n".encode() + "\n".join(schema_ddl()).encode()
-    )
+    digest = hashlib.sha256(f"{_library_version()}\n".encode() + "\n".join(schema_ddl()).encode())
     for key in sorted(files):
         digest.update(f"\x00{key}\x00{_copy_options(key, spool, None)}\x00".encode())
         with files[key].open("rb") as fp:
@@ -254,12 +257,12 @@ class LadybugGraphStore(GraphStore):
         st = os.stat(self.path)
         return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
-    def _loaded_export(self) -> str | None:
+    def loaded_export(self) -> str | None:
         """The digest of the export the current file was bulk-loaded from (None: unknown, or the file is not
         the one that load wrote — replaced or changed by a writer that kept no marker)."""
         try:
-            digest, identity = self._export_digest_path().read_text(encoding="utf-8").split("\n", 1)
-            return digest if identity == self._file_identity() else None
+            digest, identity, library = self._export_digest_path().read_text(encoding="utf-8").split("\n")
+            return digest if (identity, library) == (self._file_identity(), _library_version()) else None
         except (FileNotFoundError, ValueError):
             return None
 
@@ -274,7 +277,9 @@ class LadybugGraphStore(GraphStore):
         if export_digest is not None:
             marker = self._temp_path()
             try:
-                marker.write_text(f"{export_digest}\n{self._file_identity()}", encoding="utf-8")
+                marker.write_text(
+                    f"{export_digest}\n{self._file_identity()}\n{_library_version()}", encoding="utf-8"
+                )
                 os.replace(marker, self._export_digest_path())
             finally:
                 marker.unlink(missing_ok=True)
@@ -314,8 +319,10 @@ class LadybugGraphStore(GraphStore):
                 )
             files = spool.close()
             digest = _export_digest(files, spool)
-            if digest == self._loaded_export():  # an unchanged export: the current file is its load
-                return tally.report(self.backend, str(self.path), started, unchanged=True)
+            if digest == self.loaded_export():  # an unchanged export: the current file is its load
+                return tally.report(
+                    self.backend, str(self.path), started, unchanged=True, export_digest=digest
+                )
             spooled = sum(path.stat().st_size for path in files.values())
             db = ladybug.Database(
                 str(temp), buffer_pool_size=buffer_pool(spooled, _WRITE_POOL), max_db_size=_MAX_DB_SIZE
@@ -339,7 +346,7 @@ class LadybugGraphStore(GraphStore):
         finally:
             self._discard(temp)
             shutil.rmtree(folder, ignore_errors=True)
-        return tally.report(self.backend, str(self.path), started)
+        return tally.report(self.backend, str(self.path), started, export_digest=digest)
 
     def _rewrite(self, change) -> object:
         """Copy the current file, apply `change(conn)` to the copy, swap it in."""

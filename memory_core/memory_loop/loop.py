@@ -23,6 +23,10 @@ pattern, a tension) is held to the end of the run and created only when episodes
 conversations support it and no later statement says it stopped (`patterns.judge_pattern`); its episodes
 become its evidence. A single phrasing stays a residual (`reflective_unsupported`), judged again by the next
 run that brings new mentions. Working state: `memory.LoopMemory`; writing decisions: `apply`.
+
+A run over tables exactly as the last run of the same code and configuration left them is a fixed point
+(nothing pending, relations resolved, no row behind): it loads nothing (the counters of `LOOP_TABLES` at the
+last run's end are kept, memory_core.store.memo).
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import Text, and_, cast, exists, select
+from sqlalchemy import Text, and_, cast, exists, func, select
 
+import memory_core.concepts
+import memory_core.memory_loop
 from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
@@ -64,12 +70,16 @@ from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import Decision, Router, RouterRules
 from memory_core.memory_loop.summaries import usage_context
 from memory_core.ontology.concepts import (
+    LIVE_STATES,
     NAME_TYPES,
     RELATION_TYPES,
 )
 from memory_core.progress import Progress
+from memory_core.store import memo
+from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
+    canonical_concepts,
     mentions,
     messages,
     residuals,
@@ -77,6 +87,18 @@ from memory_core.store.schema import (
 )
 
 _IN_CHUNK = 500
+# what a run reads and writes (a write to any of them is a new run's work)
+LOOP_TABLES = (
+    ("source", "messages"),
+    *(
+        ("staging", t)
+        for t in (
+            "mentions", "residuals", "segments", "canonical_concepts", "concept_evidence", "concept_rows_behind",
+            "action_log",
+        )
+    ),
+)  # fmt: skip
+_MEMO = "memory_loop"
 
 
 @dataclass
@@ -243,8 +265,26 @@ def consolidate(
     log_fn: Callable[[str], None] | None = None,
 ) -> LoopReport:
     """Consolidate every mention not yet linked or rejected. The caller holds the corpus write lock."""
+    config = config or LoopConfig()
+    code = memo.code_digest([memory_core.memory_loop, memory_core.concepts, store_schema], config)
+    if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None:
+        return _unchanged(store, run_id)
     with single_threaded_blas():  # tens of thousands of small products: see `blas`
-        return _consolidate(store, embedder, config or LoopConfig(), run_id, adjudicator, log_fn)
+        report = _consolidate(store, embedder, config, run_id, adjudicator, log_fn)
+    memo.keep(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code), {"concepts": report.concepts_after})
+    return report
+
+
+def _unchanged(store: CorpusStore, run_id: str | None) -> LoopReport:
+    started = time.perf_counter()
+    with store.staging.connect() as conn:
+        live = conn.execute(
+            select(func.count()).where(canonical_concepts.c.state.in_(LIVE_STATES))
+        ).scalar_one()
+    report = LoopReport(run_id=run_id or uuid.uuid4().hex, concepts_before=live, concepts_after=live)
+    report.unchanged_input = True
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def _consolidate(

@@ -55,6 +55,8 @@ class LoopReport:
     batches: int = 0
     # rows a dead run had left behind the action log, rebuilt from it before this run loaded
     rows_repaired: int = 0
+    # the tables stood as the last run of this code and configuration left them: nothing was read
+    unchanged_input: bool = False
     seconds: float = 0.0
     embedding_seconds: float = 0.0
     retrieval_seconds: float = 0.0
@@ -134,6 +136,7 @@ class ConsolidationReport:
             "rejected": run.actions["reject"],
             "relations_added": run.relations_added,
             "rows_repaired": run.rows_repaired,
+            "unchanged_input": run.unchanged_input,
             "decision_reasons": [
                 {"action": action_of(k), "reason": k, "count": v} for k, v in run.reasons.most_common()
             ],

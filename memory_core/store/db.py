@@ -9,6 +9,7 @@ Default layout under the memory home (`MEMORY_OS_HOME`, default `~/.memory_os`):
     corpora/<name>/reflective.db    user reactions (own retention, purgeable)
     corpora/<name>/graph/           embedded graph store
     corpora/<name>/indexes/         FAISS indexes
+    corpora/<name>/.memo/           results kept while their tables stand (memory_core.store.memo)
 
 A SQLAlchemy URL template (`{corpus}` and `{store}` placeholders) points the same tables elsewhere, e.g.
 `postgresql+psycopg://user@host/memory_{corpus}_{store}`: on Postgres a store's database is created on its

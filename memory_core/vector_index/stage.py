@@ -1,5 +1,10 @@
 """The `indexes` stage: every vector index family of a corpus and its lexical (BM25) indexes, and the stage
-report."""
+report.
+
+The lexical indexes are tokenised again only when they can differ: their figures and the identity of the
+files they were saved to are kept with the write counters of the tables they read (memory_core.store.memo);
+while both stand, the files are the build's (~0.7 s of a 10k-message corpus's unchanged rebuild).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from memory_core import lexical
 from memory_core.embeddings.base import Embedder
-from memory_core.lexical import build_corpus_lexicon, lexicon_dir
+from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
 from memory_core.reports import Figures
+from memory_core.store import memo
+from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore
 from memory_core.vector_index.faiss_index import IndexPolicy
 from memory_core.vector_index.families import (
@@ -92,15 +100,41 @@ def build_indexes(
             )
         reports.append(report)
     started = time.perf_counter()
-    lexicon = build_corpus_lexicon(store)
-    lexicon.save(lexicon_dir(store))
+    figures = lexical_indexes(store)
     return IndexesReport(
         embedding_model=embedder.model_name,
         approximate_threshold=policy.approximate_threshold,
         families=reports,
-        lexical_messages=lexicon.messages.n_docs,
-        lexical_conversations=lexicon.conversations.n_docs,
-        lexical_concepts=lexicon.concepts.n_docs,
-        lexical_vocabulary=len(lexicon.messages.vocab),
+        **figures,
         lexical_seconds=time.perf_counter() - started,
     )
+
+
+# what `build_corpus_lexicon` reads
+LEXICON_TABLES = (("source", "messages"), ("staging", "canonical_concepts"), ("staging", "concept_evidence"))
+
+
+def lexical_indexes(store: CorpusStore) -> dict[str, int]:
+    """Build and save the corpus's lexical indexes unless the saved ones are this build's; their figures."""
+    folder = lexicon_dir(store)
+    code = memo.code_digest([lexical, store_schema])
+    key = memo.tables_key(store, LEXICON_TABLES, code)
+    kept = memo.kept(store, "lexicon", key)
+    if kept is not None and kept["files"] == _identities(folder):
+        return kept["figures"]
+    lexicon = build_corpus_lexicon(store)
+    lexicon.save(folder)
+    figures = {
+        "lexical_messages": lexicon.messages.n_docs,
+        "lexical_conversations": lexicon.conversations.n_docs,
+        "lexical_concepts": lexicon.concepts.n_docs,
+        "lexical_vocabulary": len(lexicon.messages.vocab),
+    }
+    if memo.tables_key(store, LEXICON_TABLES, code) == key:  # nothing it read moved meanwhile
+        memo.keep(store, "lexicon", key, {"figures": figures, "files": _identities(folder)})
+    return figures
+
+
+def _identities(folder) -> list[str | None]:
+    """Each saved file as (inode, mtime, size): another write or a deleted file is another identity."""
+    return [memo.file_identity(folder / f"{name}.npz") for name in CorpusLexicon.FILES]

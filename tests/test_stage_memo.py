@@ -1,0 +1,168 @@
+"""Stages that read nothing when their input stands (memory_core.store.memo): the graph export, the memory
+loop at its fixed point, the lexical indexes, and the purity and grounding figures — each computed again as
+soon as a table it reads is written, its code or settings change, or the output it wrote is not there."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import event, select, update
+
+from memory_core.concepts import metrics
+from memory_core.graph import export as graph_export
+from memory_core.graph import open_graph
+from memory_core.graph.export import CORE_TABLES, GraphExport
+from memory_core.graph.stage import build_graph
+from memory_core.memory_loop import loop
+from memory_core.memory_loop.loop import LOOP_TABLES, consolidate
+from memory_core.memory_loop.memory import LoopMemory
+from memory_core.store.memo import MEMO_DIR, tables_key
+from memory_core.store.schema import canonical_concepts, concept_evidence, messages, topic_concept_links
+from memory_core.vector_index import stage as index_stage
+from memory_core.vector_index.stage import lexical_indexes
+from tests.graph_corpus import build_small_corpus
+from tests.loop_samples import add_mentions, build_corpus, mention
+from tests.test_memory_loop import HASHING, _embedder
+
+
+def _counted(monkeypatch, owner, name) -> list[int]:
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+# ------------------------------------------------------------------------------------------ graph
+@pytest.fixture
+def garden(home, tmp_path):
+    return build_small_corpus(home, tmp_path)
+
+
+def test_the_graph_export_reads_exactly_the_tables_it_is_kept_under(garden):
+    """CORE_TABLES is what a core export selects from, no more and no less: a table it reads but does not
+    name would leave a kept export standing after that table changed."""
+    read: dict[str, set[str]] = {"source": set(), "staging": set()}
+    listeners = []
+    for store_name in read:
+        engine = garden.store.engine(store_name)
+
+        def seen(conn, cursor, statement, params, context, executemany, store_name=store_name):
+            if statement.lstrip().upper().startswith(("SELECT", "WITH")):
+                read[store_name] |= {
+                    t.strip('"').lower() for t in re.findall(r"\b(?:FROM|JOIN)\s+(\"?\w+\"?)", statement)
+                }
+
+        event.listen(engine, "before_cursor_execute", seen)
+        listeners.append((engine, seen))
+    try:
+        export = GraphExport(garden.store)
+        list(export.nodes()), list(export.edges())
+    finally:
+        for engine, seen in listeners:
+            event.remove(engine, "before_cursor_execute", seen)
+    bookkeeping = {"store_version", "table_versions", "table_fingerprints"}
+    named = {(s, t) for s, tables in read.items() for t in tables - bookkeeping}
+    assert named == set(CORE_TABLES)
+
+
+def test_an_unchanged_corpus_is_not_exported_again_and_any_change_is(garden, monkeypatch):
+    graph = open_graph(garden.store)
+    try:
+        first = build_graph(garden.store, graph)
+        exports = _counted(monkeypatch, graph_export.GraphExport, "nodes")
+        again = build_graph(garden.store, graph)
+        assert not exports and again.load.unchanged and again.counts == first.counts
+        assert (
+            again.as_metadata()["dangling_references"]
+            == first.as_metadata()["dangling_references"]
+            == {"SUPPORTS": 1}
+        )
+        # a link less: the export runs and the graph holds one RELATED_TO edge fewer
+        with garden.store.staging.begin() as conn:
+            link = conn.execute(select(topic_concept_links).limit(1)).first()
+            conn.execute(
+                topic_concept_links.delete().where(
+                    topic_concept_links.c.topic_id == link.topic_id,
+                    topic_concept_links.c.concept_id == link.concept_id,
+                )
+            )
+        changed = build_graph(garden.store, graph)
+        assert len(exports) == 1 and not changed.load.unchanged
+        assert changed.counts.edges["RELATED_TO"] == first.counts.edges["RELATED_TO"] - 1
+        assert build_graph(garden.store, graph).load.unchanged and len(exports) == 1  # kept again
+        # the store cannot say which export its file holds (its marker is gone): exported and loaded again
+        graph.close()
+        (graph.path.parent / f".{graph.path.name}.export").unlink()
+        reloaded = build_graph(garden.store, graph)
+        assert not reloaded.load.unchanged and len(exports) == 2 and reloaded.counts == changed.counts
+        assert build_graph(garden.store, graph).load.unchanged and len(exports) == 2
+        # reflective exports depend on the clock (reactions expire): always exported
+        build_graph(garden.store, graph, reflective=True)
+        build_graph(garden.store, graph, reflective=True)
+        assert len(exports) == 4
+    finally:
+        graph.close()
+
+
+# ------------------------------------------------------------------------------------------ memory loop
+def test_a_loop_run_at_its_fixed_point_loads_nothing_and_new_mentions_are_routed(home, tmp_path, monkeypatch):
+    store = home.corpus("planner")
+    build_corpus(store, tmp_path)
+    embedder = _embedder(home)
+    first = consolidate(store, embedder, HASHING)
+    assert first.processed > 0 and not first.unchanged_input
+    loads = _counted(monkeypatch, LoopMemory, "load")
+    again = consolidate(store, embedder, HASHING)
+    assert not loads and again.unchanged_input and again.processed == 0
+    assert again.concepts_before == again.concepts_after == first.concepts_after
+    # the fixed point is real: without the kept key a run reads everything and writes nothing
+    (store.dir / MEMO_DIR / f"{loop._MEMO}.json").unlink()
+    before = tables_key(store, LOOP_TABLES, "")
+    rerun = consolidate(store, embedder, HASHING)
+    assert len(loads) == 1 and rerun.processed == 0 and not rerun.unchanged_input
+    assert tables_key(store, LOOP_TABLES, "") == before
+    # other settings are another computation; a new mention is work
+    consolidate(store, embedder, type(HASHING)(rules=HASHING.rules, batch_size=8))
+    assert len(loads) == 2
+    with store.source.connect() as conn:
+        ref = conn.execute(select(messages.c.source_ref).order_by(messages.c.created_at)).scalars().first()
+    add_mentions(store, [mention(ref, "this week", "Planner week", "event", "The planner was begun.", 0.8)])
+    routed = consolidate(store, embedder, HASHING)
+    assert len(loads) == 3 and routed.processed >= 1  # (with the reflective residuals it re-judges)
+
+
+# ------------------------------------------------------------------------------------------ lexicon, figures
+def test_lexical_indexes_are_tokenised_again_only_when_their_tables_or_files_change(garden, monkeypatch):
+    built = _counted(monkeypatch, index_stage, "build_corpus_lexicon")
+    first = lexical_indexes(garden.store)
+    assert lexical_indexes(garden.store) == first and len(built) == 1
+    with garden.store.staging.begin() as conn:
+        conn.execute(update(canonical_concepts).values(title=canonical_concepts.c.title + " garden"))
+    assert lexical_indexes(garden.store) == first and len(built) == 2
+    (index_stage.lexicon_dir(garden.store) / "concepts.npz").unlink()
+    assert lexical_indexes(garden.store) == first and len(built) == 3
+    assert (index_stage.lexicon_dir(garden.store) / "concepts.npz").exists()
+
+
+def test_grounding_is_kept_while_its_tables_stand_and_sees_an_edited_message(garden, monkeypatch):
+    computed = _counted(monkeypatch, metrics, "_grounding")
+    assert metrics.grounding(garden.store)["ungrounded_concepts"] == 0
+    assert metrics.grounding(garden.store)["ungrounded_concepts"] == 0 and len(computed) == 1
+    with garden.store.staging.connect() as conn:
+        message_id = conn.execute(select(concept_evidence.c.message_id).limit(1)).scalar_one()
+    with garden.store.source.begin() as conn:
+        conn.execute(update(messages).where(messages.c.message_id == message_id).values(text="rewritten"))
+    assert metrics.grounding(garden.store)["ungrounded_concepts"] >= 1 and len(computed) == 2
+    assert metrics.grounding(garden.store)["ungrounded_concepts"] >= 1 and len(computed) == 3  # not kept
+
+
+def test_a_reader_keeps_no_result(garden, home):
+    reader = home.corpus(garden.store.name, readonly=True)
+    metrics.grounding(reader)
+    assert not (garden.store.dir / MEMO_DIR / "grounding.json").exists()
