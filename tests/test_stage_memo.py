@@ -166,3 +166,26 @@ def test_a_reader_keeps_no_result(garden, home):
     reader = home.corpus(garden.store.name, readonly=True)
     metrics.grounding(reader)
     assert not (garden.store.dir / MEMO_DIR / "grounding.json").exists()
+
+
+def test_a_mention_written_while_the_loop_ran_is_not_taken_for_a_fixed_point(home, tmp_path, monkeypatch):
+    """The kept key is the tables at the run's end: a mention that arrived after the run read its pending
+    list (a writer beside the lock) would be in it unrouted, so the run keeps nothing and the next routes it."""
+    store = home.corpus("planner")
+    build_corpus(store, tmp_path)
+    with store.source.connect() as conn:
+        ref = conn.execute(select(messages.c.source_ref).order_by(messages.c.created_at)).scalars().first()
+    real = loop.write_lagging
+
+    def late_mention(mem):
+        real(mem)
+        add_mentions(
+            store, [mention(ref, "this week", "Planner week", "event", "The planner was begun.", 0.8)]
+        )
+
+    monkeypatch.setattr(loop, "write_lagging", late_mention)
+    consolidate(store, _embedder(home), HASHING)
+    monkeypatch.setattr(loop, "write_lagging", real)
+    nxt = consolidate(store, _embedder(home), HASHING)
+    assert not nxt.unchanged_input and nxt.processed >= 1
+    assert consolidate(store, _embedder(home), HASHING).unchanged_input  # at rest now

@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from sqlalchemy import func, select
 
+import memory_core.ontology
 from memory_core.concepts import purity as purity_module
 from memory_core.concepts.purity import purity as evidence_purity
 from memory_core.concepts.store import CONSOLIDATION_STAGE
@@ -77,9 +78,16 @@ _EVIDENCE_TABLES = (
 
 def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> dict:
     """Evidence homogeneity inside concepts, on the evidence itself (`memory_core.concepts.purity`)."""
-    code = memo.code_digest([purity_module, store_schema], embedder.model_name, threshold)
+    code = memo.code_digest(
+        [purity_module, memory_core.ontology, store_schema], embedder.model_name, threshold
+    )
     figures, _ = memo.kept_or_computed(
-        store, "purity", _EVIDENCE_TABLES, code, lambda: evidence_purity(store, embedder, threshold)
+        store,
+        "purity",
+        _EVIDENCE_TABLES,
+        code,
+        lambda: evidence_purity(store, embedder, threshold),
+        keep_if=lambda p: p["purity"] > threshold,  # the concept_purity contract's failure is judged afresh
     )
     return figures
 
@@ -87,7 +95,7 @@ def purity(store: CorpusStore, embedder: Embedder, threshold: float = 0.70) -> d
 def grounding(store: CorpusStore) -> dict:
     """Every active evidence span of every live concept in a current segment re-read from the source message
     (`_grounding`; kept while its tables stand)."""
-    code = memo.code_digest([sys.modules[__name__], store_schema])
+    code = memo.code_digest([sys.modules[__name__], memory_core.ontology, store_schema])
     tables = (*_EVIDENCE_TABLES, ("staging", "segments"))
     figures, _ = memo.kept_or_computed(
         store,

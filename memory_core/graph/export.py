@@ -41,7 +41,7 @@ from memory_core.store.schema import (
 SEGMENT_PREVIEW_CHARS = 200
 DEFAULT_BATCH = 5000
 # what a core export reads, and nothing else (the clock only decides reflective rows): while none of these
-# changed, the export is the same (tests/test_graph_stage.py checks the list against the SQL it runs)
+# changed, the export is the same (tests/test_stage_memo.py checks the list against the SQL it runs)
 CORE_TABLES = (
     ("source", "conversations"),
     ("source", "messages"),

@@ -9,12 +9,14 @@ depends on the clock too (expired reactions drop out): it is always computed.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memory_core.graph import base, export, load_corpus_graph, schema
+import memory_core.graph
+from memory_core.graph import load_corpus_graph
 from memory_core.graph.base import GraphCounts, GraphStore, LoadReport
 from memory_core.graph.export import CORE_TABLES, ExportReport
 from memory_core.reports import Figures
@@ -70,7 +72,7 @@ def build_graph(
 ) -> GraphReport:
     """Replace the corpus's graph (see `load_corpus_graph`) unless it holds this export already, and count
     what the store then holds."""
-    code = _export_code()
+    code = _export_code(graph)
     key = None if reflective else memo.tables_key(store, CORE_TABLES, code)
     reports = _still_loaded(store, graph, key) if key else None
     if reports is None:
@@ -90,8 +92,9 @@ def _keep_export(store: CorpusStore, key: str, code: str, load: LoadReport, expo
         memo.keep(store, _MEMO, key, {**kept, "duplicates": load.duplicates})
 
 
-def _export_code() -> str:
-    return memo.code_digest([export, schema, base, store_schema])
+def _export_code(graph: GraphStore) -> str:
+    """The export's code and the store's own (how it spools and copies what it loads)."""
+    return memo.code_digest([memory_core.graph, store_schema, sys.modules[type(graph).__module__]])
 
 
 def _still_loaded(store: CorpusStore, graph: GraphStore, key: str) -> tuple[LoadReport, ExportReport] | None:

@@ -40,7 +40,9 @@ import numpy as np
 from sqlalchemy import Text, and_, cast, exists, func, select
 
 import memory_core.concepts
+import memory_core.lexical
 import memory_core.memory_loop
+import memory_core.ontology
 from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
 from memory_core.concepts.patches import apply_patch, concept_from_patch
@@ -80,6 +82,7 @@ from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore, utcnow
 from memory_core.store.schema import (
     canonical_concepts,
+    concept_rows_behind,
     mentions,
     messages,
     residuals,
@@ -266,13 +269,32 @@ def consolidate(
 ) -> LoopReport:
     """Consolidate every mention not yet linked or rejected. The caller holds the corpus write lock."""
     config = config or LoopConfig()
-    code = memo.code_digest([memory_core.memory_loop, memory_core.concepts, store_schema], config)
+    code = memo.code_digest(
+        [
+            memory_core.memory_loop,
+            memory_core.concepts,
+            memory_core.ontology,
+            memory_core.lexical,
+            store_schema,
+        ],
+        config,
+    )
     if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None:
         return _unchanged(store, run_id)
     with single_threaded_blas():  # tens of thousands of small products: see `blas`
         report = _consolidate(store, embedder, config, run_id, adjudicator, log_fn)
-    memo.keep(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code), {"concepts": report.concepts_after})
+    if _at_rest(store):  # (a mention written beside the lock while it ran is the next run's work)
+        memo.keep(
+            store, _MEMO, memo.tables_key(store, LOOP_TABLES, code), {"concepts": report.concepts_after}
+        )
     return report
+
+
+def _at_rest(store: CorpusStore) -> bool:
+    """Nothing pending and no row behind the log: what a fixed point is, checked rather than assumed."""
+    with store.staging.connect() as conn:
+        behind = conn.execute(select(concept_rows_behind.c.concept_id).limit(1)).first()
+    return behind is None and not _pending_ids(store)
 
 
 def _unchanged(store: CorpusStore, run_id: str | None) -> LoopReport:

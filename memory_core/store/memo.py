@@ -38,13 +38,13 @@ MAX_AGE_S = 24 * 3600.0
 Tables = Sequence[tuple[str, str]]  # (store, table) pairs: ("staging", "action_log")
 
 
-_LIBRARIES = ("sqlalchemy", "pydantic", "numpy")
+_LIBRARIES = ("sqlalchemy", "pydantic", "numpy", "PyStemmer")  # parse rows, compute figures, tokenise
 
 
 def code_digest(modules: Sequence[ModuleType], *settings: object) -> str:
     """sha256 of the modules' source (a package: each of its modules), the versions of `_LIBRARIES` and
-    `settings`: a changed computation is a new key. A source that cannot be read is a key of its own (a
-    result is then never reused)."""
+    `settings`: a changed computation is a new key. A source that cannot be read is a key of this process
+    alone (no other process reuses what it keeps)."""
     digest = hashlib.sha256()
     for module in modules:
         path = Path(inspect.getfile(module))
