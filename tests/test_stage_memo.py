@@ -189,3 +189,39 @@ def test_a_mention_written_while_the_loop_ran_is_not_taken_for_a_fixed_point(hom
     nxt = consolidate(store, _embedder(home), HASHING)
     assert not nxt.unchanged_input and nxt.processed >= 1
     assert consolidate(store, _embedder(home), HASHING).unchanged_input  # at rest now
+
+
+def test_a_family_index_is_built_again_only_when_its_table_its_files_or_its_segments_index_change(
+    garden, home, monkeypatch
+):
+    from memory_core.vector_index.families import family_path
+    from memory_core.vector_index.stage import build_indexes
+
+    built: list[str] = []
+    for name in ("build_family_index", "build_message_index_from_segments"):
+        real = getattr(index_stage, name)
+
+        def counted(store, *args, real=real, **kwargs):
+            report = real(store, *args, **kwargs)
+            built.append(report.family)
+            return report
+
+        monkeypatch.setattr(index_stage, name, counted)
+    embedder = _embedder(home)
+    first = build_indexes(garden.store, embedder)
+    assert sorted(built) == sorted(r.family for r in first.families) and len(built) == 4
+    again = build_indexes(garden.store, embedder)
+    assert len(built) == 4 and [r.size for r in again.families] == [r.size for r in first.families]
+    assert all(r.embedded == 0 and r.reused == r.size for r in again.families)
+    # a concept renamed: its family alone
+    with garden.store.staging.begin() as conn:
+        conn.execute(update(canonical_concepts).values(title=canonical_concepts.c.title + " garden"))
+    build_indexes(garden.store, embedder)
+    assert built[4:] == ["concepts"]
+    # the segments index gone: built again, and the messages derived from it too
+    family_path(garden.store, "segments").unlink()
+    build_indexes(garden.store, embedder)
+    assert sorted(built[5:]) == ["messages", "segments"]
+    # another way of getting message vectors is another build
+    build_indexes(garden.store, embedder, message_vectors="segments")
+    assert built[7:] == ["messages"]
