@@ -225,3 +225,39 @@ def test_a_family_index_is_built_again_only_when_its_table_its_files_or_its_segm
     # another way of getting message vectors is another build
     build_indexes(garden.store, embedder, message_vectors="segments")
     assert built[7:] == ["messages"]
+
+
+def test_the_span_and_graph_evidence_contracts_keep_a_pass_while_their_input_stands(garden):
+    from memory_core.extraction.checks import mention_spans_verbatim
+    from memory_core.graph.checks import evidence_points_to_source_messages
+    from memory_core.store.schema import mentions
+
+    graph = open_graph(garden.store)
+    try:
+        build_graph(garden.store, graph)
+        for check in (
+            lambda: mention_spans_verbatim(garden.store),
+            lambda: evidence_points_to_source_messages(garden.store, graph),
+        ):
+            first, again = check(), check()
+            assert first.passed and first.figures["checked_now"]
+            assert again.passed and not again.figures["checked_now"]
+            assert {k: v for k, v in again.figures.items() if k != "checked_now"} == {
+                k: v for k, v in first.figures.items() if k != "checked_now"
+            }
+        _, message_id, _, _, _ = next(iter(graph.iter_edges("EVIDENCE_FOR")))  # evidence read off a mention
+        with garden.store.staging.connect() as conn:
+            assert conn.execute(
+                select(mentions.c.mention_id).where(mentions.c.message_id == message_id)
+            ).first()
+        with garden.store.source.begin() as conn:
+            conn.execute(update(messages).where(messages.c.message_id == message_id).values(text="rewritten"))
+        for check in (
+            lambda: mention_spans_verbatim(garden.store),
+            lambda: evidence_points_to_source_messages(garden.store, graph),
+        ):
+            failed, again = check(), check()
+            assert not failed.passed and failed.figures["checked_now"]
+            assert not again.passed and again.figures["checked_now"]  # a failure is judged afresh
+    finally:
+        graph.close()

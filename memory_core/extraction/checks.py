@@ -3,10 +3,14 @@ these)."""
 
 from __future__ import annotations
 
+import sys
+
 from sqlalchemy import func, select
 
 from memory_core.extraction.quality import message_texts, reaction_quality
 from memory_core.reports import CheckResult
+from memory_core.store import memo
+from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import mentions, segment_extractions, segments
 
@@ -14,10 +18,21 @@ REACTION_SCHEMA_VALIDITY_MIN = 0.99
 VOCABULARY_COVERAGE_MIN = 0.95
 
 
+_SPAN_TABLES = (("staging", "mentions"), ("staging", "segments"), ("source", "messages"))
+
+
 def mention_spans_verbatim(store: CorpusStore) -> CheckResult:
     """Every mention of a current segment has as surface its message's text between the offsets, inside its
     segment's piece. Mentions of segments a changed conversation retired are not checked: their source may
-    have changed on purpose, and the revision layer re-grounds what was built on them."""
+    have changed on purpose, and the revision layer re-grounds what was built on them. (A pass stands while
+    the three tables do: memory_core.store.memo.)"""
+    code = memo.code_digest([sys.modules[__name__], store_schema])
+    return memo.kept_check(
+        store, "mention_spans_verbatim", _SPAN_TABLES, code, lambda: _spans_verbatim(store)
+    )
+
+
+def _spans_verbatim(store: CorpusStore) -> CheckResult:
     current = segments.c.superseded_at.is_(None)
     with store.staging.connect() as conn:
         rows = conn.execute(

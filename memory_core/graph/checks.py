@@ -3,12 +3,16 @@ checks wrap these)."""
 
 from __future__ import annotations
 
+import sys
+
 from sqlalchemy import select
 
 from memory_core.graph.base import GraphCounts, GraphStore
 from memory_core.graph.expectations import expected_counts
 from memory_core.graph.schema import REFLECTIVE_EDGE_TYPES, REFLECTIVE_LABELS
 from memory_core.reports import CheckResult
+from memory_core.store import memo
+from memory_core.store import schema as store_schema
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import messages
 
@@ -43,7 +47,23 @@ def graph_counts_match_tables(store: CorpusStore, counts: GraphCounts) -> CheckR
 
 def evidence_points_to_source_messages(store: CorpusStore, graph: GraphStore) -> CheckResult:
     """Every EVIDENCE_FOR edge starts at a stored source message and, while the evidence is active, its span
-    text is that message's text at the offsets (rejected / stale evidence keeps the text it was read as)."""
+    text is that message's text at the offsets (rejected / stale evidence keeps the text it was read as).
+    A pass stands while the messages and the graph's load do (a store that knows which export it holds:
+    `GraphStore.loaded_export`; memory_core.store.memo)."""
+    loaded = graph.loaded_export()
+    if loaded is None:
+        return _evidence_points_to_messages(store, graph)
+    code = memo.code_digest([sys.modules[__name__], store_schema], loaded)
+    return memo.kept_check(
+        store,
+        "graph_evidence",
+        (("source", "messages"),),
+        code,
+        lambda: _evidence_points_to_messages(store, graph),
+    )
+
+
+def _evidence_points_to_messages(store: CorpusStore, graph: GraphStore) -> CheckResult:
     missing, wrong_span, total, examples = 0, 0, 0, []
 
     def verify(batch: list[tuple[str, dict]]) -> None:

@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
+from memory_core.reports import CheckResult
 from memory_core.store.db import CorpusStore
 from memory_core.store.version import read_version, table_version
 
@@ -144,3 +145,19 @@ def kept_or_computed(
     if keep_if(result) and tables_key(store, tables, code) == key:  # nothing it read moved meanwhile
         keep(store, name, key, result)
     return result, False
+
+
+def kept_check(
+    store: CorpusStore, name: str, tables: Tables, code: str, check: Callable[[], CheckResult]
+) -> CheckResult:
+    """A contract's passing result while what it read stands (`checked_now` in its figures says whether it
+    was evaluated in this call); a failure is never kept, so it is judged afresh every time."""
+    figures, kept_result = kept_or_computed(
+        store,
+        name,
+        tables,
+        code,
+        lambda: {"passed": (result := check()).passed, "figures": result.figures},
+        keep_if=lambda r: r["passed"],
+    )
+    return CheckResult(figures["passed"], {**figures["figures"], "checked_now": not kept_result})
