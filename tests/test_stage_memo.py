@@ -44,31 +44,52 @@ def garden(home, tmp_path):
     return build_small_corpus(home, tmp_path)
 
 
-def test_the_graph_export_reads_exactly_the_tables_it_is_kept_under(garden):
-    """CORE_TABLES is what a core export selects from, no more and no less: a table it reads but does not
-    name would leave a kept export standing after that table changed."""
-    read: dict[str, set[str]] = {"source": set(), "staging": set()}
+_BOOKKEEPING = {"store_version", "table_versions", "table_fingerprints"}
+
+
+def _tables_read(store, run) -> set[tuple[str, str]]:
+    """(store, table) of every table the SELECTs `run()` issues read (off the SQL, as the counters are)."""
+    read: set[tuple[str, str]] = set()
     listeners = []
-    for store_name in read:
-        engine = garden.store.engine(store_name)
+    for store_name in ("source", "staging"):
+        engine = store.engine(store_name)
 
         def seen(conn, cursor, statement, params, context, executemany, store_name=store_name):
             if statement.lstrip().upper().startswith(("SELECT", "WITH")):
-                read[store_name] |= {
-                    t.strip('"').lower() for t in re.findall(r"\b(?:FROM|JOIN)\s+(\"?\w+\"?)", statement)
-                }
+                names = re.findall(r"\b(?:FROM|JOIN)\s+(\"?\w+\"?)", statement)
+                read.update((store_name, t.strip('"').lower()) for t in names)
 
         event.listen(engine, "before_cursor_execute", seen)
         listeners.append((engine, seen))
     try:
-        export = GraphExport(garden.store)
-        list(export.nodes()), list(export.edges())
+        run()
     finally:
         for engine, seen in listeners:
             event.remove(engine, "before_cursor_execute", seen)
-    bookkeeping = {"store_version", "table_versions", "table_fingerprints"}
-    named = {(s, t) for s, tables in read.items() for t in tables - bookkeeping}
-    assert named == set(CORE_TABLES)
+    return {(s, t) for s, t in read if t not in _BOOKKEEPING}
+
+
+def test_the_graph_export_reads_exactly_the_tables_it_is_kept_under(garden):
+    """CORE_TABLES is what a core export selects from, no more and no less: a table it reads but does not
+    name would leave a kept export standing after that table changed."""
+
+    def export():
+        exported = GraphExport(garden.store)
+        list(exported.nodes()), list(exported.edges())
+
+    assert _tables_read(garden.store, export) == set(CORE_TABLES)
+
+
+def test_each_index_family_reads_exactly_the_tables_it_is_kept_under(garden, home):
+    from memory_core.vector_index.families import build_family_index, build_message_index_from_segments
+    from memory_core.vector_index.stage import FAMILY_TABLES
+
+    embedder = _embedder(home)
+    for family in ("segments", "concepts", "topics", "messages"):
+        read = _tables_read(garden.store, lambda f=family: build_family_index(garden.store, f, embedder))
+        assert read == set(FAMILY_TABLES[family]), family
+    derived = _tables_read(garden.store, lambda: build_message_index_from_segments(garden.store, embedder))
+    assert derived == {*FAMILY_TABLES["messages"], ("staging", "segments")}
 
 
 def test_an_unchanged_corpus_is_not_exported_again_and_any_change_is(garden, monkeypatch):
@@ -225,6 +246,13 @@ def test_a_family_index_is_built_again_only_when_its_table_its_files_or_its_segm
     # another way of getting message vectors is another build
     build_indexes(garden.store, embedder, message_vectors="segments")
     assert built[7:] == ["messages"]
+    # the same vectors from an embedder a reader would rebuild otherwise (the spec each index stores)
+    import dataclasses
+
+    spec = embedder.spec()
+    monkeypatch.setattr(embedder, "spec", lambda: dataclasses.replace(spec, api_key_env="OTHER_KEY"))
+    build_indexes(garden.store, embedder, message_vectors="segments")
+    assert sorted(built[8:]) == sorted(["messages", "segments", "concepts", "topics"])
 
 
 def test_the_span_and_graph_evidence_contracts_keep_a_pass_while_their_input_stands(garden):

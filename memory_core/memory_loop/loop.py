@@ -283,10 +283,9 @@ def consolidate(
         return _unchanged(store, run_id)
     with single_threaded_blas():  # tens of thousands of small products: see `blas`
         report = _consolidate(store, embedder, config, run_id, adjudicator, log_fn)
+    ended = memo.tables_key(store, LOOP_TABLES, code)  # before the look: a write after it is another key
     if _at_rest(store):  # (a mention written beside the lock while it ran is the next run's work)
-        memo.keep(
-            store, _MEMO, memo.tables_key(store, LOOP_TABLES, code), {"concepts": report.concepts_after}
-        )
+        memo.keep(store, _MEMO, ended, {"concepts": report.concepts_after})
     return report
 
 

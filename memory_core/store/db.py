@@ -75,7 +75,9 @@ _engines_lock = threading.Lock()
 _server_databases: set[str] = set()  # server database URLs known to exist (databases are never dropped here)
 # SQLite files whose schema this process has brought up to date, as (engine, device, inode): every stage
 # opens its corpus anew, and looking at ~40 tables' columns each time was ~7 % of an unchanged rebuild; a
-# file deleted and created again (a corpus removed and added) is another inode, and is checked again
+# file deleted and created again (a corpus removed and added) is another inode, and is checked again. Not
+# seen: a file overwritten in place (`cp backup.db staging.db`) under a running process, whose pooled
+# connections are stale then anyway (restore a store with the processes that use it stopped)
 _schema_checked: set[tuple[int, int, int]] = set()
 
 

@@ -10,6 +10,7 @@ both stand, the files on disk are that build's (on a 30k-message corpus 2.8 s of
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -17,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+import memory_core.ontology as ontology
 from memory_core import lexical
 from memory_core.embeddings.base import Embedder
 from memory_core.lexical import CorpusLexicon, build_corpus_lexicon, lexicon_dir
@@ -103,7 +105,7 @@ def build_indexes(
             )
         else:
             build = partial(build_family_index, store, family, embedder, policy, batch_size=batch_size)
-        report = family_index(store, family, embedder.model_name, policy, source, build)
+        report = family_index(store, family, _embedder_identity(embedder), policy, source, build)
         if log:
             log(
                 f"{store.name}/{family}: {report.kind} index of {report.size} "
@@ -133,23 +135,26 @@ FAMILY_TABLES = {
 def family_index(
     store: CorpusStore,
     family: str,
-    model: str,
+    embedder: dict,
     policy: IndexPolicy,
     source: MessageVectors,
     build: Callable[[], FamilyReport],
 ) -> FamilyReport:
-    """`build()` the family's index unless the one on disk is the build of these tables and settings."""
+    """`build()` the family's index unless the one on disk is the build of these tables and settings
+    (`embedder`: its spec, which the index stores and a reader rebuilds its query embedder from)."""
     started = time.perf_counter()
     derived = family == "messages" and source != "text"
     tables = FAMILY_TABLES[family] + ((("staging", "segments"),) if derived else ())
-    settings = (family, model, asdict(policy), source if family == "messages" else None)
-    code = memo.code_digest([families_module, faiss_index, store_schema], *settings)
+    settings = (family, embedder, asdict(policy), source if family == "messages" else None)
+    code = memo.code_digest(
+        [families_module, faiss_index, ontology, store_schema, sys.modules[__name__]], *settings
+    )
     key = memo.tables_key(store, tables, code)
     kept = memo.kept(store, f"index_{family}", key)
     if kept is not None and kept["files"] == _index_files(store, family, derived):
-        size = kept["report"]["size"]
+        reused = 0 if kept["report"]["source"] == "centroid" else kept["report"]["size"]  # (as a build says)
         return FamilyReport(
-            **kept["report"], embedded=0, reused=size, embed_seconds=0.0, build_seconds=0.0,
+            **kept["report"], embedded=0, reused=reused, embed_seconds=0.0, build_seconds=0.0,
             seconds=time.perf_counter() - started,
         )  # fmt: skip
     report = build()
@@ -161,6 +166,11 @@ def family_index(
         }
         memo.keep(store, f"index_{family}", key, result)
     return report
+
+
+def _embedder_identity(embedder: Embedder) -> dict:
+    """The embedder's spec without its size (an API embedder learns it on its first call)."""
+    return {k: v for k, v in embedder.spec().as_dict().items() if k != "dim"}
 
 
 def _index_files(store: CorpusStore, family: str, derived: bool) -> list:
@@ -184,7 +194,7 @@ LEXICON_TABLES = (("source", "messages"), ("staging", "canonical_concepts"), ("s
 def lexical_indexes(store: CorpusStore) -> dict[str, int]:
     """Build and save the corpus's lexical indexes unless the saved ones are this build's; their figures."""
     folder = lexicon_dir(store)
-    code = memo.code_digest([lexical, store_schema])
+    code = memo.code_digest([lexical, store_schema, sys.modules[__name__]])
     key = memo.tables_key(store, LEXICON_TABLES, code)
     kept = memo.kept(store, "lexicon", key)
     if kept is not None and kept["files"] == _identities(folder):
