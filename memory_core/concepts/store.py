@@ -18,6 +18,7 @@ from sqlalchemy.types import JSON
 
 from memory_core.ontology.concepts import ConceptHypothesis, EvidenceSpan
 from memory_core.store.db import CorpusStore
+from memory_core.store.fingerprint import fingerprint
 from memory_core.store.schema import canonical_concepts, concept_evidence
 
 CONCEPT_COLUMNS = [c.name for c in canonical_concepts.c]
@@ -173,15 +174,10 @@ def replace_evidence(conn: Connection, concept_id: str, rows: Iterable[dict]) ->
 
 
 def content_hash(store: CorpusStore) -> str:
-    """sha256 of canonical_concepts and concept_evidence, independent of row order (streamed)."""
-    digest = hashlib.sha256()
-    with store.staging.connect() as conn:
-        for table, order in (
-            (canonical_concepts, [canonical_concepts.c.concept_id]),
-            (concept_evidence, [concept_evidence.c.concept_id, concept_evidence.c.mention_id]),
-        ):
-            _digest_rows(digest, conn, table, order)
-    return digest.hexdigest()
+    """sha256 of the content of canonical_concepts and concept_evidence, independent of row order: each
+    table's digest is kept with its write counter (memory_core.store.fingerprint), so a gardener run's four
+    looks (before and after triage, before and after refactoring) read a table only once it was written."""
+    return fingerprint(store, (("staging", "canonical_concepts"), ("staging", "concept_evidence"))).digest
 
 
 def table_hash(store: CorpusStore, tables: Iterable) -> str:
