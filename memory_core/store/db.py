@@ -125,16 +125,22 @@ def get_engine(url: str) -> Engine:
         return engine
 
 
-def create_tables(metadata: MetaData, engine: Engine, attempts: int = 5) -> None:
+# what losing the race to create a store's tables looks like: the other process created one first, or (SQLite
+# in WAL mode) it wrote between this transaction's look and its CREATE, which SQLite answers at once with
+# "database is locked" (a read transaction cannot be upgraded past a newer commit; no busy wait applies)
+_CREATE_RACE = ("already exists", "database is locked")
+
+
+def create_tables(metadata: MetaData, engine: Engine, attempts: int = 10) -> None:
     """`metadata.create_all`, safe against another process creating the same tables at the same moment
     (the home's registry and shared caches are opened by every run process): SQLAlchemy looks before it
-    creates, so the loser of that race fails with "already exists" and looks again."""
+    creates, so the loser of that race fails (`_CREATE_RACE`) and looks again."""
     for attempt in range(attempts):
         try:
             metadata.create_all(engine)
             return
         except (sqlalchemy_exc.OperationalError, sqlalchemy_exc.ProgrammingError) as err:
-            if "already exists" not in str(err) or attempt == attempts - 1:
+            if not any(race in str(err) for race in _CREATE_RACE) or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
 
