@@ -32,17 +32,31 @@ CACHE_FILE = "embeddings.sqlite"
 _LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's bound-parameter limit
 
 
+def _when_unlocked(statement, attempts: int = 10):
+    """Run `statement`, again after a short wait while SQLite says "database is locked" without waiting itself
+    (a fresh file's journal-mode switch racing another process's: several run processes open the one cache)."""
+    for attempt in range(attempts):
+        try:
+            return statement()
+        except sqlite3.OperationalError as err:
+            if "database is locked" not in str(err) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
 class EmbeddingCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        _when_unlocked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
-            "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256)) WITHOUT ROWID"
+        _when_unlocked(
+            lambda: self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
+                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256)) WITHOUT ROWID"
+            )
         )
         self._conn.commit()
 
@@ -71,8 +85,18 @@ class EmbeddingCache:
             (model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in items
         ]
         with self._lock:
+            _when_unlocked(lambda: self._write(rows))
+
+    def _write(self, rows: list[tuple]) -> None:
+        # IMMEDIATE: the write lock is taken (with the busy wait) before anything is read, so the insert never
+        # needs to upgrade a read snapshot that another process's commit made stale, which WAL refuses at once
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
             self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
 
     def count(self, model: str | None = None) -> int:
         with self._lock:
