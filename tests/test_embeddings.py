@@ -3,6 +3,7 @@ server speaking the `/v1/embeddings` API through the real `openai` client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -107,13 +108,16 @@ def test_a_call_another_embedder_is_computing_waits_for_its_vectors(tmp_path, mo
     chunk = ["Dana moved to Seattle in May.", "Max is Dana's dog.", "The half marathon took 1:58."]
     errors: list[Exception] = []
     waiting = threading.Event()
+    claim = cache_module._IN_FLIGHT.claim
 
-    class Seen(threading.Event):  # the event the waiter is handed: set `waiting` once it waits on it
-        def wait(self, timeout=None):
-            waiting.set()
-            return super().wait(timeout)
+    @contextlib.contextmanager
+    def seen(call):  # the waiter is handed the other call's event: it waits for it, it does not compute
+        with claim(call) as elsewhere:
+            if elsewhere is not None:
+                waiting.set()
+            yield elsewhere
 
-    monkeypatch.setattr(cache_module.threading, "Event", Seen)
+    monkeypatch.setattr(cache_module._IN_FLIGHT, "claim", seen)
 
     def run_ahead():
         try:

@@ -210,8 +210,11 @@ class CachedEmbedder(Embedder):
                 hashlib.sha256("".join(missing).encode()).hexdigest(),
             )
             with _IN_FLIGHT.claim(call) as elsewhere:
-                if elsewhere is None:
-                    compute_seconds, computed = self._compute(missing, found), len(missing)
+                if elsewhere is None:  # (a call that just ended may have stored them: look once more)
+                    found.update(self.cache.get_many(self.model_name, list(missing)))
+                    missing = {k: t for k, t in missing.items() if k not in found}
+                    if missing:
+                        compute_seconds, computed = self._compute(missing, found), len(missing)
             if elsewhere is not None:
                 elsewhere.wait(_WAIT_S)  # (a call that outlives it is computed here too)
                 found.update(self.cache.get_many(self.model_name, list(missing)))
