@@ -23,7 +23,8 @@ def test_a_store_file_is_checked_once_per_process_and_again_when_it_is_a_new_fil
     assert checked == ["corpus 'dana' (staging)"]
     home.corpus("max").staging  # noqa: B018
     assert len(checked) == 2
-    # the corpus's files removed and created again (engines disposed, as a removal does): checked again
+    # engines disposed (as a removal of the corpus's files does): what was checked is forgotten, the new
+    # file is checked again
     dispose_engines()
     for leftover in home.corpus("dana").dir.glob("staging.db*"):
         leftover.unlink()

@@ -101,8 +101,10 @@ def kept(store: CorpusStore, name: str, key: str, max_age_s: float = MAX_AGE_S) 
         memo = json.loads(_path(store, name).read_text())
         if memo.get("key") == key and 0 <= time.time() - memo["at"] <= max_age_s:
             return memo["result"] if isinstance(memo["result"], dict) else None
-    except (OSError, ValueError, TypeError, AttributeError, KeyError):
-        pass
+    except FileNotFoundError:
+        pass  # nothing kept yet
+    except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
+        log.info("the kept result of %s is unreadable (%s): computed again", name, err)
     return None
 
 
