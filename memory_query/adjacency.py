@@ -46,13 +46,20 @@ class Adjacency:
         return cls(source, **{n: SortedLookup.from_arrays(arrays, n) for n in (*cls._GROUPED, *cls._SINGLE)})
 
     def related_concepts(self, topic_id: str) -> list[tuple[str, float]]:
-        return self.related.get(topic_id, [])[:WALK_LIMIT]
+        return _first(self.related, topic_id)
 
     def evidence_messages(self, concept_id: str) -> list[tuple[str, float]]:
-        return self.evidence.get(concept_id, [])[:WALK_LIMIT]
+        return _first(self.evidence, concept_id)
 
     def neighbours_in_time(self, message_id: str) -> list[str]:
         return [m for m in (self.prev_of.get(message_id), self.next_of.get(message_id)) if m]
+
+
+def _first(groups: Mapping[str, list[tuple[str, float]]], key: str) -> list[tuple[str, float]]:
+    """A walk's first WALK_LIMIT steps (strongest first)."""
+    if isinstance(groups, SortedLookup):
+        return groups.first(key, WALK_LIMIT)
+    return groups.get(key, [])[:WALK_LIMIT]
 
 
 def _sorted(groups: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:

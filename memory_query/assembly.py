@@ -54,23 +54,29 @@ def paths_available(reader: CorpusReader) -> dict[str, bool]:
     return {path.name: checked[path.available] for path in REGISTRY}
 
 
-def _concept_spans(state: QueryState) -> dict[int, tuple[int, int, str]]:
-    """Per message position, the first concept evidence span inside it (for a precise excerpt)."""
-    match, spans = state.concept_match, {}
-    if match is None:
-        return spans
-    concepts, table = state.concepts, state.table
-    for ci, found_ids in match.evidence.items():
-        for mi, _conf, start, end in concepts.evidence[ci]:
-            if table.ids[mi] in found_ids and mi not in spans:
+def _concept_spans(
+    state: QueryState, found: dict[int, set[str]], order: list[int]
+) -> dict[int, tuple[int, int, str]]:
+    """Per message position of `order`, the first concept evidence span inside it (for a precise excerpt):
+    only the messages shown are looked up (a concept told of in thousands of messages has as many spans)."""
+    spans: dict[int, tuple[int, int, str]] = {}
+    concepts, ids = state.concepts, state.table.ids
+    for ci, found_ids in found.items():
+        wanted = {mi for mi in order if mi not in spans and ids[mi] in found_ids}
+        for mi, _conf, start, end in concepts.evidence[ci] if wanted else ():
+            if mi in wanted:
                 spans[mi] = (start, end, concepts.ids[ci])
+                wanted.discard(mi)
+                if not wanted:
+                    break
     return spans
 
 
 def evidence_items(state: QueryState, order: list[int]) -> list[EvidenceItem]:
     table, settings, match = state.table, state.settings, state.concept_match
     texts = state.reader.message_texts([table.ids[i] for i in order])
-    spans = _concept_spans(state)
+    found = {ci: set(ids) for ci, ids in match.evidence.items()} if match else {}
+    spans = _concept_spans(state, found, order)
     concept_ids = state.concepts.ids
     fused_paths = [p.name for p in settings.paths() if settings.weight(p.name) > 0]
     items = []
@@ -95,9 +101,7 @@ def evidence_items(state: QueryState, order: list[int]) -> list[EvidenceItem]:
                 score=float(state.fused[mi]),
                 paths=[p for p in fused_paths if channel[p] >= settings.path_floor],
                 channel_scores={k: round(v, 4) for k, v in channel.items() if v},
-                concept_ids=[concept_ids[ci] for ci, ids in match.evidence.items() if mid in ids]
-                if match
-                else [],
+                concept_ids=[concept_ids[ci] for ci, ids in found.items() if mid in ids],
                 on_active_branch=attrs.get("on_active_branch", True) is not False,
             )
         )

@@ -140,10 +140,10 @@ def _concept_scores(state: QueryState) -> np.ndarray:
         return score
     lexicon = state.lexicon.concepts
     if lexicon.n_docs:
-        for cid, s in zip(lexicon.ids, max_scaled(lexicon.scores(state.tokens)), strict=True):
-            ci = concepts.index.get(cid)
-            if ci is not None:
-                score[ci] += 0.5 * float(s)
+        rows = concepts.rows_of(lexicon.ids)
+        present = rows >= 0
+        scaled = (0.5 * max_scaled(lexicon.scores(state.tokens))[present]).astype(score.dtype)
+        np.add.at(score, rows[present], scaled)
     found = _nearest(state, "concepts", state.settings.concept_pool)
     if found is not None:
         hits = [(concepts.index[c], s) for c, s in zip(*found, strict=True) if c in concepts.index]

@@ -94,6 +94,16 @@ class ConceptTable:
         """Each concept's type, as an array (the concept path compares it with the question's asked types)."""
         return np.asarray([r["type"] for r in self.rows], dtype=str)
 
+    def rows_of(self, ids: list[str]) -> np.ndarray:
+        """The row of each id (-1 where absent), computed once per list of ids (a lexicon's concept
+        documents, scored on every query): the lists are immutable once loaded, and holding the list keeps
+        its identity from being reused."""
+        held = self.__dict__.get("_rows_of")
+        if held is None or held[0] is not ids:
+            rows = np.fromiter((self.index.get(c, -1) for c in ids), dtype=np.int64, count=len(ids))
+            held = self.__dict__["_rows_of"] = (ids, rows)
+        return held[1]
+
 
 @dataclass
 class TopicTable:

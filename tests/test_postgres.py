@@ -252,3 +252,16 @@ def test_the_memory_loop_appends_evidence_to_concept_rows_on_postgres(pg_home, t
     assert sum(len(c.evidence_spans) for c in concepts.values()) == held
     for cid, c in concepts.items():
         assert raw[cid] == json.dumps([s.model_dump() for s in c.evidence_spans])
+
+
+@pytest.mark.parametrize("writer", ["supersede", "gardener"])
+def test_rows_a_dead_run_left_behind_are_rebuilt_on_postgres(writer, pg_home, tmp_path, monkeypatch):
+    """The lagging-row repair is plain SQL: on Postgres too a run dies with Max's row behind its log, another
+    writer rebuilds it before it reads it, the next run catches up, and the tables equal those of a twin
+    built on SQLite that never died (tests/test_concept_rows_behind.py, the same scenario)."""
+    import tests.test_concept_rows_behind as behind
+
+    behind.test_a_writer_between_a_dead_run_and_the_next_does_not_make_the_lag_permanent(
+        writer, pg_home, tmp_path, monkeypatch
+    )
+    assert pg_home.corpus("dogs").url("staging").startswith("postgresql")

@@ -103,6 +103,11 @@ def test_the_assets_write_it_and_a_reader_uses_it_with_identical_results(garden)
     assert isinstance(walks.next_of, SortedLookup) and walks.source == graph_walks.source == "graph"
     for name in ("related", "evidence", "next_of", "prev_of"):
         assert dict(getattr(walks, name)) == getattr(graph_walks, name), name
+    for concept_id, steps in graph_walks.evidence.items():  # a walk decodes only the steps it takes
+        assert walks.evidence.first(concept_id, 1) == steps[:1] == walks.evidence[concept_id][:1]
+        assert walks.evidence_messages(concept_id) == graph_walks.evidence_messages(concept_id)
+    assert any(len(steps) > 1 for steps in graph_walks.evidence.values())
+    assert walks.evidence.first("no-such-concept", 2) == [] == walks.evidence_messages("no-such-concept")
     assert graph_loaded(cached) and "graph" not in cached._cache  # the graph store was never opened
     assert _ranked(cached) == _ranked(stores)
     assert any(items for items, _, _ in _ranked(cached))

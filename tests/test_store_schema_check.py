@@ -30,3 +30,23 @@ def test_a_store_file_is_checked_once_per_process_and_again_when_it_is_a_new_fil
         leftover.unlink()
     fresh = home.corpus("dana").staging
     assert len(checked) == 3 and "segments" in inspect(fresh).get_table_names()
+
+
+def test_an_index_a_newer_version_added_is_created_on_a_store_an_older_one_made(home):
+    """`create_all` makes a table's indexes only with the table: a store whose residuals table predates
+    `ix_residuals_stage_mention` gets it when it is next opened, and the loop's look for pending mentions
+    then finds a mention's residual through it instead of walking every residual of the stage (70 s of a
+    100k-message build without it)."""
+    from memory_core.memory_loop.loop import _pending_query
+
+    store = home.corpus("dana")
+    with store.staging.begin() as conn:
+        conn.exec_driver_sql("DROP INDEX ix_residuals_stage_mention")
+    dispose_engines()
+    reopened = home.corpus("dana").staging
+    names = {i["name"] for i in inspect(reopened).get_indexes("residuals")}
+    assert "ix_residuals_stage_mention" in names
+    with reopened.connect() as conn:
+        compiled = _pending_query().compile(reopened, compile_kwargs={"literal_binds": True})
+        plan = " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
+    assert "SEARCH residuals USING INDEX ix_residuals_stage_mention (stage=? AND mention_id=?)" in plan, plan

@@ -194,7 +194,7 @@ def apply(
             now,
             duplicate=d.duplicate_span,
             description=d.description if d.action == "refine" else None,
-            independent=cand.conversation_id not in index.conversations_of(cid),
+            independent=not index.has_evidence_in(cid, cand.conversation_id),
         )
         spans = apply_patch(concept, patch)
         if "aliases" in patch:
@@ -243,7 +243,7 @@ def support(
     else:  # an episode is the pattern's own evidence, independent when it comes from a new conversation
         factor = (
             1.0
-            if conversation_id not in mem.index.conversations_of(target)
+            if not mem.index.has_evidence_in(target, conversation_id)
             else policy.dependent_evidence_factor
         )
     prior, patch = support_patch(
@@ -287,7 +287,7 @@ def support_broader(
     cid, cosine = target
     if mem.other_value(cid, cand):  # another value of its fact is no instance of it
         return
-    evidence = next((e for e in mem.evidence_of.get(own, []) if e[0] == cand.mention_id), None)
+    evidence = mem.first_evidence.get((own, cand.mention_id))
     if evidence is not None:
         why = f"an instance of {mem.concepts[cid].title!r}: same subject, a shared content stem, cosine {cosine:.3f}"
         support(mem, batch, run_id, cid, evidence, cand.canonical_title, "instance_of", why)

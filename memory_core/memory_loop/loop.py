@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import Text, and_, cast, exists, func, select
+from sqlalchemy import Select, Text, and_, cast, exists, func, select
 
 import memory_core.concepts
 import memory_core.lexical
@@ -117,22 +117,25 @@ def _chunks(items: list, size: int = _IN_CHUNK):
         yield items[i : i + size]
 
 
-def _pending_ids(store: CorpusStore) -> list[str]:
+def _pending_query() -> Select:
+    """Mentions routed to no concept and left as no residual of the loop, in the order they are routed."""
     done = exists().where(and_(residuals.c.stage == STAGE, residuals.c.mention_id == mentions.c.mention_id))
-    with store.staging.connect() as conn:
-        return list(
-            conn.execute(
-                select(mentions.c.mention_id)
-                .where(mentions.c.consolidated_id.is_(None), ~done)
-                .order_by(
-                    mentions.c.message_created_at,
-                    mentions.c.message_id,
-                    mentions.c.span_start,
-                    mentions.c.span_end,
-                    mentions.c.mention_id,
-                )
-            ).scalars()
+    return (
+        select(mentions.c.mention_id)
+        .where(mentions.c.consolidated_id.is_(None), ~done)
+        .order_by(
+            mentions.c.message_created_at,
+            mentions.c.message_id,
+            mentions.c.span_start,
+            mentions.c.span_end,
+            mentions.c.mention_id,
         )
+    )
+
+
+def _pending_ids(store: CorpusStore) -> list[str]:
+    with store.staging.connect() as conn:
+        return list(conn.execute(_pending_query()).scalars())
 
 
 def _held_ids(store: CorpusStore) -> list[str]:

@@ -49,6 +49,7 @@ class LoopMemory:
         # each subject that instances and pattern episodes are matched against
         self.evidence_of: dict[str, list[tuple[str, dict, object, str]]] = {}
         self.evidence_mentions: set[tuple[str, str]] = set()
+        self.first_evidence: dict[tuple[str, str], tuple[str, dict, object, str]] = {}  # (concept, mention)
         # per concept the revisable facts its evidence states: (subject, slot key) → {(value, polarity)}
         self.fact_values: dict[str, dict[tuple[str, str], set[tuple[str, str]]]] = {}
         self.facts = SubjectFacts()
@@ -110,7 +111,9 @@ class LoopMemory:
         """A piece of evidence the concept holds (and which mention and conversation it came from)."""
         self.held_spans.add((cid, span["message_id"], span["char_start"], span["char_end"]))
         self.best_evidence[cid] = max(self.best_evidence.get(cid, 0.0), float(span["confidence"]))
-        self.evidence_of.setdefault(cid, []).append((mention_id, span, seen_at, conversation_id))
+        evidence = (mention_id, span, seen_at, conversation_id)
+        self.evidence_of.setdefault(cid, []).append(evidence)
+        self.first_evidence.setdefault((cid, mention_id), evidence)
         self.evidence_mentions.add((cid, mention_id))
 
     def hold_facts(self, cid: str, facts) -> None:

@@ -171,6 +171,11 @@ class ConceptIndex:
         """The conversations the concept has evidence in."""
         return set(self._entries[concept_id].conversations)
 
+    def has_evidence_in(self, concept_id: str, conversation_id: str) -> bool:
+        """Whether the concept has evidence in this conversation (without copying the set of all of them:
+        a concept told of in every conversation is asked once per attach)."""
+        return conversation_id in self._entries[concept_id].conversations
+
     def concepts_named(self, name: str) -> set[str]:
         return set(self._by_name.get(normalise_name(name), ()))
 

@@ -43,17 +43,17 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
-    inspect,
     make_url,
     select,
     text,
 )
 from sqlalchemy import exc as sqlalchemy_exc
 
-from memory_core.errors import CorpusLockedError, InputError, SchemaMismatchError
+from memory_core.errors import CorpusLockedError, InputError
 from memory_core.processes import ProcessIdentity
 from memory_core.settings import memory_home_path
 from memory_core.store.schema import METADATA_BY_STORE
+from memory_core.store.upgrade import create_tables, ensure_columns, ensure_indexes, retire_constraints
 from memory_core.store.version import read_version, track_versions
 
 CORPUS_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$")
@@ -128,23 +128,6 @@ def get_engine(url: str) -> Engine:
 # what losing the race to create a store's tables looks like: the other process created one first, or (SQLite
 # in WAL mode) it wrote between this transaction's look and its CREATE, which SQLite answers at once with
 # "database is locked" (a read transaction cannot be upgraded past a newer commit; no busy wait applies)
-_CREATE_RACE = ("already exists", "database is locked")
-
-
-def create_tables(metadata: MetaData, engine: Engine, attempts: int = 10) -> None:
-    """`metadata.create_all`, safe against another process creating the same tables at the same moment
-    (the home's registry and shared caches are opened by every run process): SQLAlchemy looks before it
-    creates, so the loser of that race fails (`_CREATE_RACE`) and looks again."""
-    for attempt in range(attempts):
-        try:
-            metadata.create_all(engine)
-            return
-        except (sqlalchemy_exc.OperationalError, sqlalchemy_exc.ProgrammingError) as err:
-            if not any(race in str(err) for race in _CREATE_RACE) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-
-
 def dispose_engines() -> None:
     with _engines_lock:
         for engine in _engines.values():
@@ -260,6 +243,7 @@ class CorpusStore:
                 create_tables(METADATA_BY_STORE[store], engine)
                 ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
                 retire_constraints(engine, METADATA_BY_STORE[store])
+                ensure_indexes(engine, METADATA_BY_STORE[store])
                 checked = self._schema_identity(engine, url)  # (the file exists now)
                 if checked is not None:
                     _schema_checked.add(checked)
@@ -482,65 +466,6 @@ def wipe_free_pages(engine: Engine) -> None:
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.exec_driver_sql("VACUUM")
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
-    """Bring tables created by an older version up to the current contract.
-
-    `create_all` creates missing tables but never alters existing ones: a missing nullable column is added in
-    place; a missing NOT NULL column cannot be back-filled honestly, so the store must be rebuilt.
-    """
-    inspector = inspect(engine)
-    existing_tables = set(inspector.get_table_names())
-    for table in metadata.sorted_tables:
-        if table.name not in existing_tables:
-            continue
-        present = {c["name"] for c in inspector.get_columns(table.name)}
-        missing = [c for c in table.columns if c.name not in present]
-        if not missing:
-            continue
-        required = [c.name for c in missing if not c.nullable]
-        if required:
-            raise SchemaMismatchError(
-                f"{what}: table {table.name} was created by an older Memory OS and lacks {', '.join(required)}; "
-                f"rebuild it (`memory-os corpus remove NAME --delete-data`, then add and materialize again)"
-            )
-        with engine.begin() as conn:
-            for column in missing:
-                ddl = (
-                    f"ALTER TABLE {table.name} ADD COLUMN {column.name} {column.type.compile(engine.dialect)}"
-                )
-                conn.exec_driver_sql(ddl)
-
-
-# unique constraints older versions created that the contract no longer has: table → constraint name
-RETIRED_CONSTRAINTS = {"dead_letters": "uq_dead_letter"}  # one dead-letter row per dead record
-
-
-def retire_constraints(engine: Engine, metadata: MetaData) -> None:
-    """Drop the retired unique constraints from tables an older version created (SQLite cannot drop a
-    constraint: the table is rebuilt with its rows)."""
-    for name, constraint in RETIRED_CONSTRAINTS.items():
-        table = metadata.tables.get(name)
-        if table is None:
-            continue
-        with engine.begin() as conn:
-            if conn.dialect.name != "sqlite":
-                conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {constraint}")
-                continue
-            ddl = conn.exec_driver_sql(
-                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-            ).scalar()
-            if not ddl or constraint not in ddl:
-                continue
-            old = f"_{name}_retired"
-            conn.exec_driver_sql(f"ALTER TABLE {name} RENAME TO {old}")
-            for index in table.indexes:
-                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
-            table.create(conn)
-            columns = ", ".join(c.name for c in table.columns)
-            conn.exec_driver_sql(f"INSERT INTO {name} ({columns}) SELECT {columns} FROM {old}")
-            conn.exec_driver_sql(f"DROP TABLE {old}")
 
 
 def _sqlite_column(kind: str, values: list) -> list:
