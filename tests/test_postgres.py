@@ -264,4 +264,50 @@ def test_rows_a_dead_run_left_behind_are_rebuilt_on_postgres(writer, pg_home, tm
     behind.test_a_writer_between_a_dead_run_and_the_next_does_not_make_the_lag_permanent(
         writer, pg_home, tmp_path, monkeypatch
     )
-    assert pg_home.corpus("dogs").url("staging").startswith("postgresql")
+    assert pg_home.corpus("dogs").staging.dialect.name == "postgresql"
+
+
+def _open_corpus(root: str, template: str, barrier, results) -> None:
+    barrier.wait(timeout=120)  # every process at the starting line, then all open the store together
+    try:
+        from sqlalchemy import inspect
+
+        from memory_core.store.db import MemoryHome
+
+        engine = MemoryHome.resolve(root, template).corpus("dana").staging
+        results.put(sorted(i["name"] for i in inspect(engine).get_indexes("residuals")))
+    except Exception as exc:  # the parent's assertion shows it
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def _open_together(pg_home, processes: int = 3) -> list:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    args = (str(pg_home.root), pg_home.url_template, barrier, results)
+    workers = [context.Process(target=_open_corpus, args=args) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        return [results.get(timeout=180) for _ in workers]
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+
+
+def test_processes_opening_a_store_together_on_postgres_all_open_it(pg_home):
+    """Three processes released at once create a fresh store's tables, and later bring an older store's
+    missing index up to date, together: the losers of each race (Postgres reports some as a duplicate key in
+    its catalogue) look again instead of failing (review s14)."""
+    from memory_core.store.db import dispose_engines
+
+    indexes = ["ix_residuals_mention", "ix_residuals_stage", "ix_residuals_stage_mention"]
+    assert _open_together(pg_home) == [indexes] * 3  # a fresh store: tables and indexes created at once
+    with pg_home.corpus("dana").staging.begin() as conn:
+        conn.execute(text("DROP INDEX ix_residuals_stage_mention"))
+    dispose_engines()
+    assert _open_together(pg_home) == [indexes] * 3  # an older store: the index it lacks, created at once

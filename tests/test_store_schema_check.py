@@ -43,10 +43,12 @@ def test_an_index_a_newer_version_added_is_created_on_a_store_an_older_one_made(
     with store.staging.begin() as conn:
         conn.exec_driver_sql("DROP INDEX ix_residuals_stage_mention")
     dispose_engines()
-    reopened = home.corpus("dana").staging
+    reader = home.corpus("dana", readonly=True).staging  # a reader writes no DDL for speed
+    assert "ix_residuals_stage_mention" not in {i["name"] for i in inspect(reader).get_indexes("residuals")}
+    reopened = home.corpus("dana").staging  # the same process's writer still brings it up to date
     names = {i["name"] for i in inspect(reopened).get_indexes("residuals")}
     assert "ix_residuals_stage_mention" in names
     with reopened.connect() as conn:
         compiled = _pending_query().compile(reopened, compile_kwargs={"literal_binds": True})
         plan = " | ".join(r[3] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
-    assert "SEARCH residuals USING INDEX ix_residuals_stage_mention (stage=? AND mention_id=?)" in plan, plan
+    assert "USING INDEX ix_residuals_stage_mention" in plan and "ix_residuals_stage " not in plan, plan

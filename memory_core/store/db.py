@@ -78,7 +78,7 @@ _server_databases: set[str] = set()  # server database URLs known to exist (data
 # file deleted and created again (a corpus removed and added) is another inode, and is checked again. Not
 # seen: a file overwritten in place (`cp backup.db staging.db`) under a running process, whose pooled
 # connections are stale then anyway (restore a store with the processes that use it stopped)
-_schema_checked: set[tuple[int, int, int]] = set()
+_schema_checked: set[tuple[tuple[int, int, int], bool]] = set()  # ((engine, device, inode), by a writer)
 
 
 def utcnow() -> datetime:
@@ -125,9 +125,6 @@ def get_engine(url: str) -> Engine:
         return engine
 
 
-# what losing the race to create a store's tables looks like: the other process created one first, or (SQLite
-# in WAL mode) it wrote between this transaction's look and its CREATE, which SQLite answers at once with
-# "database is locked" (a read transaction cannot be upgraded past a newer commit; no busy wait applies)
 def dispose_engines() -> None:
     with _engines_lock:
         for engine in _engines.values():
@@ -238,15 +235,18 @@ class CorpusStore:
         engine = get_engine(url)
         track_versions(engine)  # every time: after dispose_engines the same URL gets a new engine
         if store not in self._ready:
-            checked = self._schema_identity(engine, url)
-            if checked is None or checked not in _schema_checked:
+            identity = self._schema_identity(engine, url)
+            # a writer's check covers a reader's; a reader's (no DDL for speed or leniency) not a writer's
+            looks = [(identity, True)] if not self.readonly else [(identity, True), (identity, False)]
+            if identity is None or not any(look in _schema_checked for look in looks):
                 create_tables(METADATA_BY_STORE[store], engine)
                 ensure_columns(engine, METADATA_BY_STORE[store], f"corpus {self.name!r} ({store})")
-                retire_constraints(engine, METADATA_BY_STORE[store])
-                ensure_indexes(engine, METADATA_BY_STORE[store])
-                checked = self._schema_identity(engine, url)  # (the file exists now)
-                if checked is not None:
-                    _schema_checked.add(checked)
+                if not self.readonly:  # what these add is speed and leniency: a reader writes no DDL for them
+                    retire_constraints(engine, METADATA_BY_STORE[store])
+                    ensure_indexes(engine, METADATA_BY_STORE[store])
+                identity = self._schema_identity(engine, url)  # (the file exists now)
+                if identity is not None:
+                    _schema_checked.add((identity, not self.readonly))
             self._ready.add(store)
         return engine
 
@@ -408,7 +408,9 @@ def server_database(url: str, create: bool) -> bool:
             quoted = conn.dialect.identifier_preparer.quote_identifier(target.database)
             try:
                 conn.exec_driver_sql(f"CREATE DATABASE {quoted}")
-            except sqlalchemy_exc.ProgrammingError as err:  # created meanwhile by a parallel run
+            except (sqlalchemy_exc.ProgrammingError, sqlalchemy_exc.IntegrityError) as err:
+                # created meanwhile by a parallel run: "already exists", or a duplicate key in the catalogue
+                # when both CREATEs ran at the same moment
                 if "already exists" not in str(err):
                     raise
             _server_databases.add(url)

@@ -14,7 +14,16 @@ from memory_core.errors import SchemaMismatchError
 
 logger = logging.getLogger(__name__)
 
-_CREATE_RACE = ("already exists", "database is locked")
+# what losing the race to create a table or an index looks like: the other process created it first (Postgres
+# may say so as a duplicate key in its catalogue), or (SQLite in WAL mode) it wrote between this transaction's
+# look and its CREATE, which SQLite answers at once with "database is locked" (a read transaction cannot be
+# upgraded past a newer commit; no busy wait applies)
+_CREATE_RACE = ("already exists", "database is locked", "duplicate key value violates unique constraint")
+_RACE_ERRORS = (
+    sqlalchemy_exc.OperationalError,
+    sqlalchemy_exc.ProgrammingError,
+    sqlalchemy_exc.IntegrityError,
+)
 
 
 def create_tables(metadata: MetaData, engine: Engine, attempts: int = 10) -> None:
@@ -30,7 +39,7 @@ def _looking_again(create, attempts: int = 10) -> None:
         try:
             create()
             return
-        except (sqlalchemy_exc.OperationalError, sqlalchemy_exc.ProgrammingError) as err:
+        except _RACE_ERRORS as err:
             if not any(race in str(err) for race in _CREATE_RACE) or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
