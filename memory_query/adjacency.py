@@ -63,7 +63,9 @@ def _first(groups: Mapping[str, list[tuple[str, float]]], key: str) -> list[tupl
 
 
 def _sorted(groups: dict[str, list[tuple[str, float]]]) -> dict[str, list[tuple[str, float]]]:
-    return {k: sorted(v, key=lambda x: -x[1]) for k, v in groups.items()}
+    """Strongest first, ties by id: the order edges are read in is the engine's (a graph query runs on
+    several threads), and a walk takes only the first WALK_LIMIT steps."""
+    return {k: sorted(v, key=lambda x: (-x[1], x[0])) for k, v in groups.items()}
 
 
 def graph_adjacency(graph) -> Adjacency:

@@ -570,3 +570,22 @@ def test_embedded_load_reads_a_quoted_field_that_comes_late_in_its_file(tmp_path
     assert store.node("Message", "late").props["text"] == late[0]["text"]
     assert store.counts().nodes["Message"] == 3001
     store.close()
+
+
+def test_an_edge_type_is_read_in_slices_each_edge_once(corpus, monkeypatch):
+    """The embedded store reads an edge type in slices of its source nodes' offsets (the engine holds a
+    query's whole result in the reader's buffer pool; at 300k messages EVIDENCE_FOR did not fit): with a
+    slice of one edge every edge still comes back once, with its properties."""
+    from memory_core.graph import ladybug_store
+
+    graph = _open("embedded", corpus)
+    try:
+        load_corpus_graph(corpus.store, graph)
+        whole = {t: list(graph.iter_edges(t)) for t in ("EVIDENCE_FOR", "NEXT", "CONTAINS_MESSAGE")}
+        monkeypatch.setattr(ladybug_store, "_EDGE_SLICE", 1)
+        for edge_type, edges in whole.items():
+            sliced = list(graph.iter_edges(edge_type))
+            assert len(edges) > 1 and sorted(sliced) == sorted(edges), edge_type
+            assert len(set(map(repr, sliced))) == len(sliced)  # none twice
+    finally:
+        graph.close()
