@@ -187,6 +187,9 @@ class Reducer:
         if self._svd is None:
             centred = self.vectors - self.vectors.mean(axis=0, keepdims=True)
             u, s, _ = np.linalg.svd(centred.astype(np.float64), full_matrices=False)
+            # directions no larger than float32 rounding of unit vectors are no spread: identical inputs
+            # centre to ~3e-8 here (numpy 2.4.6), not 0, and HDBSCAN found two "clusters" in that noise
+            s = np.where(s > max(centred.shape) * np.finfo(np.float32).eps, s, 0.0)
             # sign convention: the largest |u| entry of each component positive (SVD signs are arbitrary)
             signs = np.sign(u[np.abs(u).argmax(axis=0), np.arange(u.shape[1])])
             signs[signs == 0] = 1.0
