@@ -281,22 +281,9 @@ def _open_corpus(root: str, template: str, barrier, results) -> None:
 
 
 def _open_together(pg_home, processes: int = 3) -> list:
-    import multiprocessing
+    from tests.released_together import released_together
 
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(processes), context.Queue()
-    args = (str(pg_home.root), pg_home.url_template, barrier, results)
-    workers = [context.Process(target=_open_corpus, args=args) for _ in range(processes)]
-    for worker in workers:
-        worker.start()
-    try:
-        return [results.get(timeout=180) for _ in workers]
-    finally:
-        for worker in workers:
-            worker.join(timeout=30)
-            if worker.is_alive():
-                worker.kill()
-                worker.join()
+    return released_together(_open_corpus, (str(pg_home.root), pg_home.url_template), processes)
 
 
 def test_processes_opening_a_store_together_on_postgres_all_open_it(pg_home):

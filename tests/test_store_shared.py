@@ -4,7 +4,6 @@ creating their tables must survive another process creating them at the same mom
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, i
 
 from memory_core.llm.cache import ResponseCache, llm_responses
 from memory_core.store.db import MemoryHome, create_tables, dispose_engines
+from tests.released_together import released_together
 
 
 def _notes() -> MetaData:
@@ -76,21 +76,8 @@ def _open_shared(root: str, barrier, results) -> None:
 
 def test_run_processes_opening_a_fresh_home_together_all_open_it(tmp_path):
     """Four processes released at once on a fresh home: each opens the registry and the response cache."""
-    # plain processes, each joined with a deadline: a Pool's exit once waited 600 s on a worker (CI, load)
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(4), context.Queue()
-    workers = [context.Process(target=_open_shared, args=(str(tmp_path / "home"), barrier, results)) for _ in range(4)]
-    for worker in workers:
-        worker.start()
-    try:
-        opened = [results.get(timeout=180) for _ in workers]
-    finally:
-        for worker in workers:
-            worker.join(timeout=30)
-            if worker.is_alive():
-                worker.kill()
-                worker.join()
-    assert opened == [(0, 0)] * 4 and [w.exitcode for w in workers] == [0] * 4
+    opened = released_together(_open_shared, (str(tmp_path / "home"),), 4)
+    assert opened == [(0, 0)] * 4
     dispose_engines()
     engine = create_engine(f"sqlite:///{tmp_path / 'home' / 'cache' / 'llm' / 'responses.db'}")
     assert llm_responses.name in inspect(engine).get_table_names()
