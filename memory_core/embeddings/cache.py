@@ -27,21 +27,16 @@ import numpy as np
 from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.ids import sha256_text
 from memory_core.progress import Progress
+from memory_core.retrying import again_while
 
 CACHE_FILE = "embeddings.sqlite"
 _LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's bound-parameter limit
 
 
-def _when_unlocked(statement, attempts: int = 10):
+def _when_unlocked(statement):
     """Run `statement`, again after a short wait while SQLite says "database is locked" without waiting itself
     (a fresh file's journal-mode switch racing another process's: several run processes open the one cache)."""
-    for attempt in range(attempts):
-        try:
-            return statement()
-        except sqlite3.OperationalError as err:
-            if "database is locked" not in str(err) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+    return again_while(statement, (sqlite3.OperationalError,), ("database is locked",))
 
 
 class EmbeddingCache:

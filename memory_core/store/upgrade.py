@@ -5,12 +5,12 @@ creating them at the same moment), columns and indexes a newer version added, co
 from __future__ import annotations
 
 import logging
-import time
 
 from sqlalchemy import Engine, MetaData, inspect
 from sqlalchemy import exc as sqlalchemy_exc
 
 from memory_core.errors import SchemaMismatchError
+from memory_core.retrying import again_while
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +35,7 @@ def create_tables(metadata: MetaData, engine: Engine, attempts: int = 10) -> Non
 
 def _looking_again(create, attempts: int = 10) -> None:
     """`create()` (which looks before it creates), again while it loses a race to another process."""
-    for attempt in range(attempts):
-        try:
-            create()
-            return
-        except _RACE_ERRORS as err:
-            if not any(race in str(err) for race in _CREATE_RACE) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+    again_while(create, _RACE_ERRORS, _CREATE_RACE, attempts)
 
 
 def ensure_columns(engine: Engine, metadata: MetaData, what: str) -> None:
