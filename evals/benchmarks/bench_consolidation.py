@@ -13,6 +13,7 @@ their evidence (`--sample-md`).
     python -m evals.benchmarks.bench_consolidation /work/shared/data/locomo/locomo_dev.json
     python -m evals.benchmarks.bench_consolidation \\
         /work/shared/data/longmemeval/longmemeval_s_dev.json --record 26bdc477
+    python -m evals.benchmarks.bench_consolidation --retrieval-only   # the retriever by concepts indexed
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _copy(template: Path, to: Path):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("path", help="a LoCoMo or LongMemEval JSON file")
+    ap.add_argument("path", nargs="?", help="a LoCoMo or LongMemEval JSON file")
     ap.add_argument("--format", choices=["locomo", "longmemeval"], help="default: from the file name")
     ap.add_argument(
         "--record", help="one LoCoMo sample_id / LongMemEval question_id (default: the whole file)"
@@ -79,7 +80,17 @@ def main() -> None:
     ap.add_argument("--json", help="write the figures here too")
     ap.add_argument("--sample-md", help="write the Markdown concept sample here")
     ap.add_argument("--sample-size", type=int, default=15)
+    ap.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="only the retriever's cost per candidate by concepts indexed (exact and inverted file)",
+    )
     args = ap.parse_args()
+    if not args.retrieval_only and not args.path:
+        ap.error("a LoCoMo or LongMemEval JSON file is needed (or --retrieval-only)")
+    if args.retrieval_only:
+        print(json.dumps(retrieval_scaling(), indent=1))
+        return
     source_format = args.format or ("longmemeval" if "longmemeval" in Path(args.path).name else "locomo")
     model = (
         SentenceTransformerEmbedder(threads=args.threads) if args.embedder == "local" else HashingEmbedder()
@@ -162,12 +173,14 @@ def _figures(store, embedder, report) -> dict:
     }
 
 
-def retrieval_scaling(sizes=(1_000, 10_000, 50_000), dim=384, candidates=512, batch=256) -> dict:
-    """Retrieval cost per candidate as the concept memory grows: one matrix product per batch
-    (`batch_similarities`, what the loop does) against one matrix-vector product per candidate."""
+def retrieval_scaling(sizes=(1_000, 10_000, 50_000, 100_000), dim=384, candidates=512, batch=256) -> dict:
+    """Retrieval cost per candidate as the concept memory grows: one matrix-vector product per candidate,
+    one matrix product per batch (`batch_similarities`, what the loop does up to `exact_up_to` concepts),
+    and the inverted file's shortlist (what it does past that), with the share of candidates whose best
+    concept the inverted file's shortlist finds as the exact one does."""
     import numpy as np
 
-    from memory_core.memory_loop.retriever import ConceptIndex
+    from memory_core.memory_loop.retriever import ConceptIndex, RetrieverWeights
 
     rng = np.random.default_rng(0)
     t = datetime(2024, 1, 1)
@@ -175,27 +188,38 @@ def retrieval_scaling(sizes=(1_000, 10_000, 50_000), dim=384, candidates=512, ba
     for n in sizes:
         vecs = rng.normal(size=(n, dim)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        index = ConceptIndex(capacity=n)
+        exact = ConceptIndex(RetrieverWeights(exact_up_to=10**9), capacity=n)
+        inverted = ConceptIndex(RetrieverWeights(exact_up_to=0), capacity=n)
         for i in range(n):
-            index.add(f"c{i}", vecs[i], "entity", [f"concept {i}"], t, t)
+            for index in (exact, inverted):
+                index.add(f"c{i}", vecs[i], "entity", [f"concept {i}"], t, t)
         queries = vecs[rng.integers(0, n, candidates)] + 0.1 * rng.normal(size=(candidates, dim)).astype(
             np.float32
         )
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)
         t0 = time.perf_counter()
         for q in queries:
-            index.retrieve(q, ["concept 1"], t, "s", "c")
+            exact.retrieve(q, ["concept 1"], t, "s", "c")
         single = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for start in range(0, candidates, batch):
-            chunk = queries[start : start + batch]
-            presims = index.batch_similarities(chunk)
-            for q, row in zip(chunk, presims, strict=True):
-                index.retrieve(q, ["concept 1"], t, "s", "c", presims=row)
-        batched = time.perf_counter() - t0
+        inverted.batch_similarities(queries[:1])  # trains the inverted file, once per size of memory
+        best = {}
+        seconds = {}
+        for name, index in (("batched", exact), ("inverted", inverted)):
+            t0 = time.perf_counter()
+            for start in range(0, candidates, batch):
+                chunk = queries[start : start + batch]
+                presims = index.batch_similarities(chunk)
+                for j, (q, row) in enumerate(zip(chunk, presims, strict=True)):
+                    hits = index.retrieve(q, ["concept 1"], t, "s", "c", presims=row)
+                    best[name, start + j] = hits[0].concept_id
+            seconds[name] = time.perf_counter() - t0
+        agree = sum(best["batched", i] == best["inverted", i] for i in range(candidates)) / candidates
         out[n] = {
             "per_candidate_ms": round(1000 * single / candidates, 3),
-            "batched_ms": round(1000 * batched / candidates, 3),
+            "batched_ms": round(1000 * seconds["batched"] / candidates, 3),
+            "inverted_ms": round(1000 * seconds["inverted"] / candidates, 3),
+            "batched_over_inverted": round(seconds["batched"] / seconds["inverted"], 2),
+            "inverted_best_agrees": round(agree, 4),
         }
     return out
 

@@ -107,6 +107,11 @@ class ConsolidationConfig(dg.Config):
     shortlist: int = Field(
         default=_WEIGHTS.shortlist, description="nearest concepts by cosine considered before fusion"
     )
+    exact_up_to: int = Field(
+        default=_WEIGHTS.exact_up_to,
+        description="past this many concepts the shortlist comes from an inverted file (approximate)",
+    )
+    nprobe: int = Field(default=_WEIGHTS.nprobe, description="inverted lists probed per candidate")
     evidence_weight: float = Field(
         default=_POLICY.evidence_weight, description="noisy-OR discount of one piece of evidence"
     )
@@ -163,6 +168,8 @@ class ConsolidationConfig(dg.Config):
                 temporal=self.weight_temporal,
                 top_k=self.top_k,
                 shortlist=self.shortlist,
+                exact_up_to=self.exact_up_to,
+                nprobe=self.nprobe,
             ),
             policy=ConceptPolicy(
                 evidence_weight=self.evidence_weight,

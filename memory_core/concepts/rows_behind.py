@@ -41,7 +41,9 @@ def clear_rows_behind(conn: Connection, ids: Iterable[str]) -> None:
     """These rows are written (inside the transaction that writes them)."""
     ids = sorted(set(ids))
     for i in range(0, len(ids), _CHUNK):
-        conn.execute(delete(concept_rows_behind).where(concept_rows_behind.c.concept_id.in_(ids[i : i + _CHUNK])))
+        conn.execute(
+            delete(concept_rows_behind).where(concept_rows_behind.c.concept_id.in_(ids[i : i + _CHUNK]))
+        )
 
 
 def rows_behind(conn: Connection) -> list[str]:

@@ -371,6 +371,7 @@ def _consolidate(
             round(1.0 - float(s), 4) for s in mem.index.max_similarity(np.stack(rejected_vectors))
         ]
     report.concepts_after = len(mem.concepts)
+    report.approximate_batches = mem.index.approximate_looks
     report.seconds = time.perf_counter() - started
     return report
 
@@ -416,8 +417,8 @@ def _decide_held(
     rules = mem.config.rules
     batch = Batch()
     rejected = []
-    for cand, vec in held:
-        decision, cand = _decide(mem, router, cand, cand.surface, True, vec, None, screen=False)
+    for (cand, vec), looked in zip(held, _held_looks(mem, held), strict=True):
+        decision, cand = _decide(mem, router, cand, cand.surface, True, vec, looked, screen=False)
         if decision.action == "create":
             judgement = judge_pattern(mem.facts, mem.index, mem.concepts, cand, vec, rules)
             decision = _pattern_decision(judgement, rules, decision.scores)
@@ -435,6 +436,19 @@ def _decide_held(
     mem.refresh_vectors()
     flush(mem, batch)
     return rejected
+
+
+def _held_looks(mem: LoopMemory, held: list[tuple[Candidate, np.ndarray]]):
+    """Each held candidate's shortlist look: exact, one at a time, while the index is exact; past
+    `exact_up_to` concepts the inverted file's, a batch at a time (made lazily: the candidates before it
+    create concepts and the look sees them as created since)."""
+    if not mem.index.approximate_now():
+        yield from (None for _ in held)
+        return
+    for start in range(0, len(held), mem.config.batch_size):
+        yield from mem.index.batch_similarities(
+            np.stack([v for _, v in held[start : start + mem.config.batch_size]])
+        )
 
 
 def _pattern_decision(judgement, rules: RouterRules, scores: dict) -> Decision:

@@ -61,6 +61,7 @@ class LoopReport:
     embedding_seconds: float = 0.0
     retrieval_seconds: float = 0.0
     write_seconds: float = 0.0
+    approximate_batches: int = 0  # shortlists from the inverted file (past `exact_up_to` concepts)
 
     def run_figures(self) -> dict:
         """churn, run_residual_share and residual_novelty of this run."""
@@ -169,6 +170,7 @@ class ConsolidationReport:
             "seconds_per_1k_mentions": round(per_1k, 3),
             "embedding_share": round(run.embedding_seconds / run.seconds, 4) if run.seconds else 0.0,
             "retrieval_seconds": round(run.retrieval_seconds, 3),
+            "approximate_batches": run.approximate_batches,
             "write_seconds": round(run.write_seconds, 3),
             "concept_sample": self.concept_sample,
         }

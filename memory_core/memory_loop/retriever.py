@@ -11,7 +11,9 @@ Four signals, each in [0, 1], fused by a weighted sum whose components are kept 
 
 Everything lives in memory and grows as concepts are created: a float32 matrix of concept vectors
 (amortised doubling), an alias → concepts map, and segment / conversation → concepts maps. A query is one
-matrix-vector product plus work on a short list, never a database scan.
+matrix-vector product plus work on a short list, never a database scan. Past `exact_up_to` concepts the
+shortlist of a batch comes from an inverted-file index over the matrix (memory_loop/shortlist.py), with
+its cosines recomputed exactly.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import datetime
 import numpy as np
 
 from memory_core.concepts.names import matching_keys, name_keys, normalise_name
+from memory_core.memory_loop.shortlist import InvertedShortlist, Nearest
 
 _STOPWORDS = frozenset(
     "a an and the of to in on for with my our your his her their its at by from is".split()
@@ -38,6 +41,10 @@ class RetrieverWeights:
     temporal: float = 0.05
     top_k: int = 8
     shortlist: int = 16  # nearest concepts by cosine considered before fusion
+    # past this many concepts a batch's shortlist is approximate (an inverted file probing `nprobe` lists):
+    # the exact one costs candidates × concepts; no dev conversation or haystack comes near it
+    exact_up_to: int = 20_000
+    nprobe: int = 32
     conversation_graph: float = 0.5
     temporal_scale_days: float = 30.0
 
@@ -94,6 +101,8 @@ class ConceptIndex:
         self._by_name: dict[str, set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)  # canonical name key → concepts
         self._by_segment: dict[str, set[str]] = defaultdict(set)
+        self._inverted: InvertedShortlist | None = None
+        self.approximate_looks = 0  # batches whose shortlist came from the inverted file
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -202,14 +211,34 @@ class ConceptIndex:
         gap = entry.first_seen - seen_at if seen_at < entry.first_seen else seen_at - entry.last_seen
         return math.exp(-gap.total_seconds() / 86400.0 / self.weights.temporal_scale_days)
 
-    def batch_similarities(self, vectors: np.ndarray) -> np.ndarray:
+    def batch_similarities(self, vectors: np.ndarray) -> np.ndarray | list[Nearest]:
         """Cosines of a batch of candidates to every concept indexed now, as one matrix product (the concept
-        matrix is read once per batch, not once per candidate); pass row i to `retrieve` as `presims`."""
+        matrix is read once per batch, not once per candidate); pass row i to `retrieve` as `presims`. Past
+        `exact_up_to` concepts, each candidate's approximate nearest rows instead (`Nearest`)."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self.approximate_now():
+            found = self._inverted_now().search(vectors, self.weights.shortlist)[1]
+            self.approximate_looks += 1
+            self._snapshot_rows = len(self._ids)
+            self._stale_rows = set()
+            return [Nearest(rows) for rows in found]
         self._snapshot_rows = len(self._ids)
         self._stale_rows = set()
         if not self._ids:
             return np.zeros((len(vectors), 0), dtype=np.float32)
-        return np.asarray(vectors, dtype=np.float32) @ self.matrix.T
+        return vectors @ self.matrix.T
+
+    def approximate_now(self) -> bool:
+        """Whether a batch's look now comes from the inverted file (past `exact_up_to` concepts)."""
+        return len(self._ids) > self.weights.exact_up_to
+
+    def _inverted_now(self) -> InvertedShortlist:
+        """The inverted file, caught up with the matrix (trained again once the matrix has doubled)."""
+        if self._inverted is None or self._inverted.stale(len(self._ids)):
+            self._inverted = InvertedShortlist(self.matrix, self.weights.nprobe)
+        else:
+            self._inverted.sync(self.matrix, self._stale_rows)
+        return self._inverted
 
     def _similarities(self, vector: np.ndarray, presims: np.ndarray | None) -> np.ndarray:
         if presims is None:
@@ -223,6 +252,35 @@ class ConceptIndex:
             sims[row] = self._matrix[row] @ vector
         return sims
 
+    def _exact_shortlist(
+        self, vector: np.ndarray, presims: np.ndarray | None
+    ) -> tuple[list[int], np.ndarray]:
+        sims = self._similarities(vector, presims)
+        n, size = len(self._ids), self.weights.shortlist
+        rows = np.argpartition(-sims, size - 1)[:size] if n > size else np.arange(n)
+        return rows.tolist(), sims
+
+    def _approximate_shortlist(
+        self, vector: np.ndarray, nearest: Nearest
+    ) -> tuple[list[int], dict[int, float]]:
+        """The batch's nearest rows, the concepts created or refined since (their place in the inverted file
+        is not the one searched), ranked by exact cosines."""
+        n, snap = len(self._ids), self._snapshot_rows
+        rows = np.unique(
+            np.concatenate(
+                [
+                    nearest.rows[nearest.rows >= 0],
+                    np.arange(snap, n, dtype=np.int64),
+                    np.fromiter(self._stale_rows, dtype=np.int64, count=len(self._stale_rows)),
+                ]
+            )
+        )
+        exact = self._matrix[rows] @ vector
+        keep = np.argsort(-exact, kind="stable")[: self.weights.shortlist]
+        return rows[keep].tolist(), _ExactCosines(
+            self._matrix, vector, dict(zip(rows.tolist(), exact.tolist(), strict=True))
+        )
+
     def retrieve(
         self,
         vector: np.ndarray,
@@ -231,20 +289,19 @@ class ConceptIndex:
         segment_id: str,
         conversation_id: str,
         k: int | None = None,
-        presims: np.ndarray | None = None,
+        presims: np.ndarray | Nearest | None = None,
     ) -> list[RetrievalHit]:
         """The top-k concepts by fused score (best first). `presims`: this candidate's row of
         `batch_similarities`, computed before later concepts of the batch were created or refined."""
-        n = len(self._ids)
-        if n == 0:
+        if not self._ids:
             return []
         w = self.weights
-        sims = self._similarities(np.asarray(vector, dtype=np.float32), presims)
-        if n > w.shortlist:
-            rows = np.argpartition(-sims, w.shortlist - 1)[: w.shortlist]
-            pool = {self._ids[i] for i in rows}
+        vector = np.asarray(vector, dtype=np.float32)
+        if isinstance(presims, Nearest):
+            rows, sims = self._approximate_shortlist(vector, presims)
         else:
-            pool = set(self._ids)
+            rows, sims = self._exact_shortlist(vector, presims)
+        pool = {self._ids[i] for i in rows}
         norm_names = [normalise_name(x) for x in names]
         norm_names = [x for x in norm_names if x]
         wanted = matching_keys(frozenset(k for x in names for k in name_keys(x)))
@@ -271,8 +328,31 @@ class ConceptIndex:
         hits.sort(key=lambda h: (-h.score, h.concept_id))
         return hits[: k or w.top_k]
 
-    def max_similarity(self, vectors: np.ndarray) -> np.ndarray:
-        """For each row of `vectors`, the best cosine to any indexed concept (0 when there are none)."""
+    def max_similarity(self, vectors: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """For each row of `vectors`, the best cosine to any indexed concept (0 when there are none); a chunk
+        of rows at a time (a residual per mention of a 1M-message corpus against its concepts is tens of GB
+        as one product), from the inverted file past `exact_up_to` concepts."""
         if len(self._ids) == 0 or len(vectors) == 0:
             return np.zeros(len(vectors), dtype=np.float32)
-        return np.clip((np.asarray(vectors, dtype=np.float32) @ self.matrix.T).max(axis=1), 0.0, 1.0)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self.approximate_now():
+            best = self._inverted_now().search(vectors, 1)[0][:, 0]
+            self._stale_rows = set()  # the file is caught up: nothing is stale for it, whatever a batch saw
+            return np.clip(best, 0.0, 1.0)
+        best = np.concatenate(
+            [(vectors[i : i + chunk] @ self.matrix.T).max(axis=1) for i in range(0, len(vectors), chunk)]
+        )
+        return np.clip(best, 0.0, 1.0)
+
+
+class _ExactCosines(dict):
+    """Cosines to concept rows: those of the shortlist, computed together; any other (a concept that
+    competes by name or segment) on first use."""
+
+    def __init__(self, matrix: np.ndarray, vector: np.ndarray, known: dict[int, float]):
+        super().__init__(known)
+        self._matrix, self._vector = matrix, vector
+
+    def __missing__(self, row: int) -> float:
+        self[row] = value = float(self._matrix[row] @ self._vector)
+        return value
