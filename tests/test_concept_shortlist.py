@@ -71,7 +71,9 @@ def test_past_the_exact_size_the_shortlist_finds_what_the_exact_one_does_with_ex
 def test_concepts_created_or_refined_after_the_batchs_look_are_found():
     rng = np.random.default_rng(5)
     vectors = _clustered(rng, things=60, per=20)
-    _, index = _indexes(vectors, exact_up_to=500)
+    index = ConceptIndex(RetrieverWeights(exact_up_to=500, nprobe=1))  # one list: a row is where it was put
+    for i, v in enumerate(vectors):
+        index.add(f"c{i:05d}", v, "entity", [f"thing {i}"], T0, T0)
     queries = _unit(rng.normal(size=(3, DIM)))  # far from every concept indexed
     nearest = index.batch_similarities(queries)
     index.add("new", queries[0], "entity", ["new"], T0, T0)  # created by an earlier candidate of the batch
@@ -79,16 +81,17 @@ def test_concepts_created_or_refined_after_the_batchs_look_are_found():
     assert index.retrieve(queries[0], [], T0, "s", "c", presims=nearest[0])[0].concept_id == "new"
     hit = index.retrieve(queries[1], [], T0, "s", "c", presims=nearest[1])[0]
     assert hit.concept_id == "c00007" and hit.similarity == pytest.approx(1.0, abs=1e-5)
-    # the next batch's look has both in the inverted file at their new places
+    # the next batch's look has both in the inverted file at their new places, the refined row once
     again = index.batch_similarities(queries[:2])
-    assert index._inverted.rows == len(index)
-    assert [
+    assert index._inverted.rows == index._inverted._index.ntotal == len(index)
+    found = [
         index.retrieve(q, [], T0, "s", "c", presims=p)[0].concept_id
         for q, p in zip(queries, again, strict=False)
-    ] == [
-        "new",
-        "c00007",
     ]
+    assert found == ["new", "c00007"]
+    assert 7 in again[1].rows[:1]  # found by the inverted file itself, not only as a row refined since
+    with pytest.raises(ValueError, match="good for the look that made it"):
+        index.retrieve(queries[0], [], T0, "s", "c", presims=nearest[0])  # an earlier look's shortlist
 
 
 def test_the_inverted_file_is_trained_again_once_the_concepts_have_doubled():
@@ -114,14 +117,14 @@ def test_max_similarity_in_chunks_and_from_the_inverted_file():
     rng = np.random.default_rng(2)
     vectors = _clustered(rng, things=80, per=25)
     exact, approximate = _indexes(vectors, exact_up_to=1_000)
-    queries = _unit(vectors[:500] + 0.1 * rng.normal(size=(500, DIM)))
+    queries = _unit(vectors[:513] + 0.1 * rng.normal(size=(513, DIM)))
     whole = np.clip((queries @ exact.matrix.T).max(axis=1), 0.0, 1.0)
-    assert np.allclose(exact.max_similarity(queries, chunk=64), whole, atol=1e-6)
+    assert np.array_equal(exact.max_similarity(queries, chunk=64), whole)  # 513 = 9 parts, none of one row
     approx = approximate.max_similarity(queries)
     assert np.all(approx <= whole + 1e-5) and np.mean(np.isclose(approx, whole, atol=1e-5)) >= 0.97
 
 
-def test_the_loop_through_the_inverted_file_decides_as_the_exact_one(tmp_path, monkeypatch):
+def test_the_loop_through_the_inverted_file_decides_as_the_exact_one(tmp_path):
     """With one list (a corpus this small), the inverted file is exhaustive: the loop routed through it
     (concepts created, refined and attached batch after batch) must decide exactly as the exact one."""
     rules = RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3)

@@ -109,9 +109,10 @@ class ConsolidationConfig(dg.Config):
     )
     exact_up_to: int = Field(
         default=_WEIGHTS.exact_up_to,
+        ge=0,
         description="past this many concepts the shortlist comes from an inverted file (approximate)",
     )
-    nprobe: int = Field(default=_WEIGHTS.nprobe, description="inverted lists probed per candidate")
+    nprobe: int = Field(default=_WEIGHTS.nprobe, ge=1, description="inverted lists probed per candidate")
     evidence_weight: float = Field(
         default=_POLICY.evidence_weight, description="noisy-OR discount of one piece of evidence"
     )

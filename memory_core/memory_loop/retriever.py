@@ -96,7 +96,9 @@ class ConceptIndex:
         self._ids: list[str] = []
         # batch_similarities() snapshot: rows it covered, rows whose vector changed since
         self._snapshot_rows = 0
-        self._stale_rows: set[int] = set()
+        self._stale_rows: set[int] = set()  # refined since the last look
+        self._unsynced: set[int] = set()  # refined since the inverted file's last sync
+        self._looks = 0  # batch looks so far: a `Nearest` is good for its own look only
         self._entries: dict[str, _Entry] = {}
         self._by_name: dict[str, set[str]] = defaultdict(set)
         self._by_key: dict[str, set[str]] = defaultdict(set)  # canonical name key → concepts
@@ -144,6 +146,7 @@ class ConceptIndex:
         row = self._entries[concept_id].row
         self._matrix[row] = vector
         self._stale_rows.add(row)
+        self._unsynced.add(row)
 
     def set_names(self, concept_id: str, names: list[str]) -> None:
         entry = self._entries[concept_id]
@@ -216,14 +219,13 @@ class ConceptIndex:
         matrix is read once per batch, not once per candidate); pass row i to `retrieve` as `presims`. Past
         `exact_up_to` concepts, each candidate's approximate nearest rows instead (`Nearest`)."""
         vectors = np.asarray(vectors, dtype=np.float32)
+        self._looks += 1
+        self._snapshot_rows = len(self._ids)
+        self._stale_rows = set()
         if self.approximate_now():
             found = self._inverted_now().search(vectors, self.weights.shortlist)[1]
             self.approximate_looks += 1
-            self._snapshot_rows = len(self._ids)
-            self._stale_rows = set()
-            return [Nearest(rows) for rows in found]
-        self._snapshot_rows = len(self._ids)
-        self._stale_rows = set()
+            return [Nearest(rows, self._looks) for rows in found]
         if not self._ids:
             return np.zeros((len(vectors), 0), dtype=np.float32)
         return vectors @ self.matrix.T
@@ -237,7 +239,8 @@ class ConceptIndex:
         if self._inverted is None or self._inverted.stale(len(self._ids)):
             self._inverted = InvertedShortlist(self.matrix, self.weights.nprobe)
         else:
-            self._inverted.sync(self.matrix, self._stale_rows)
+            self._inverted.sync(self.matrix, self._unsynced)
+        self._unsynced = set()
         return self._inverted
 
     def _similarities(self, vector: np.ndarray, presims: np.ndarray | None) -> np.ndarray:
@@ -265,6 +268,10 @@ class ConceptIndex:
     ) -> tuple[list[int], dict[int, float]]:
         """The batch's nearest rows, the concepts created or refined since (their place in the inverted file
         is not the one searched), ranked by exact cosines."""
+        if nearest.look != self._looks:
+            raise ValueError(
+                "a shortlist is good for the look that made it (rows created since a later look are not in it)"
+            )
         n, snap = len(self._ids), self._snapshot_rows
         rows = np.unique(
             np.concatenate(
@@ -336,12 +343,11 @@ class ConceptIndex:
             return np.zeros(len(vectors), dtype=np.float32)
         vectors = np.asarray(vectors, dtype=np.float32)
         if self.approximate_now():
-            best = self._inverted_now().search(vectors, 1)[0][:, 0]
-            self._stale_rows = set()  # the file is caught up: nothing is stale for it, whatever a batch saw
-            return np.clip(best, 0.0, 1.0)
-        best = np.concatenate(
-            [(vectors[i : i + chunk] @ self.matrix.T).max(axis=1) for i in range(0, len(vectors), chunk)]
-        )
+            return np.clip(self._inverted_now().search(vectors, 1)[0][:, 0], 0.0, 1.0)
+        # equal parts of at most `chunk` rows: a part of one row would be a matrix-vector product, whose
+        # rounding differs from the matrix product's
+        parts = np.array_split(vectors, -(-len(vectors) // chunk))
+        best = np.concatenate([(part @ self.matrix.T).max(axis=1) for part in parts])
         return np.clip(best, 0.0, 1.0)
 
 

@@ -24,9 +24,11 @@ from memory_core.blas import faiss_threads
 
 @dataclass(frozen=True)
 class Nearest:
-    """One candidate's approximate nearest concept rows (best first, -1 where there were fewer)."""
+    """One candidate's approximate nearest concept rows (best first, -1 where there were fewer), from the
+    index's `look`-th batch look."""
 
     rows: np.ndarray
+    look: int
 
 
 def list_count(n: int) -> int:
