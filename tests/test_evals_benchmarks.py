@@ -206,3 +206,13 @@ def test_the_cold_reader_benchmark_drops_the_index_files_and_times_both_readers(
     for side in ("cold", "warm"):
         figures = out[side]
         assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["max_ms"]
+
+
+def test_the_pattern_benchmark_finds_the_same_close_facts_both_ways():
+    """bench_consolidation --patterns-only on small memories: the kept-rows search and the per-fact
+    baseline find the same close facts in the same order (and some are found)."""
+    from evals.benchmarks.bench_consolidation import pattern_scaling
+
+    figures = pattern_scaling(sizes=(500, 2000), dim=32, candidates=40)
+    assert all(f["same_close_facts"] and f["close_facts"] > 0 for f in figures.values())
+    assert figures[2000]["related_facts_median"] > figures[500]["related_facts_median"] > 0

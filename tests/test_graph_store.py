@@ -589,3 +589,117 @@ def test_an_edge_type_is_read_in_slices_each_edge_once(corpus, monkeypatch):
             assert len(set(map(repr, sliced))) == len(sliced)  # none twice
     finally:
         graph.close()
+
+
+def _rows_of(props, n: int, **columns) -> list[dict]:
+    """`n` rows with a value for every property (None where it may be; a string names its property and row),
+    `columns` computed by index."""
+    plain = {"INT64": 1, "DOUBLE": 0.5, "TIMESTAMP": T0, "BOOLEAN": False}
+
+    def row(i: int) -> dict:
+        values = {p.name: None if p.nullable else plain.get(p.type, f"{p.name} {i}") for p in props}
+        return values | {name: make(i) for name, make in columns.items()}
+
+    return [row(i) for i in range(n)]
+
+
+def _evidence_graph(n_edges: int, text: str = "I met Ana Silva in Lisbon and we talked about the launch."):
+    nodes = [
+        NodeBatch("Message", _rows_of(NODE_TYPES["Message"].props, 5000, id=lambda i: f"m{i}", text=lambda i: text)),
+        NodeBatch("Concept", _rows_of(NODE_TYPES["Concept"].props, 1000, id=lambda i: f"c{i}")),
+    ]  # fmt: skip
+    evidence = _rows_of(
+        EDGE_TYPES["EVIDENCE_FOR"].props, n_edges,
+        src=lambda i: f"m{i % 5000}", dst=lambda i: f"c{i % 1000}", mention_id=lambda i: f"mention-{i:08d}",
+        text=lambda i: text,
+    )  # fmt: skip
+    return nodes, [EdgeBatch("EVIDENCE_FOR", "Message", "Concept", evidence)]
+
+
+def test_a_load_in_parts_holds_the_graph_a_whole_load_holds(corpus, tmp_path, monkeypatch):
+    """Each spooled file is copied in parts of at most `part_bytes`, a part starting on a row with its own
+    header (a text with newlines and quotes included); the graph equals a load of whole files, and a file of
+    one part hashes as it always did (an unchanged graph is not reloaded after an upgrade)."""
+    from memory_core.graph import ladybug_store
+
+    spooled: list[dict] = []
+    real_close = ladybug_store._Spool.close
+    monkeypatch.setattr(ladybug_store._Spool, "close", lambda s: spooled.append(real_close(s)) or spooled[-1])
+    monkeypatch.setattr(ladybug_store, "_PART_CHECK_ROWS", 2)  # the small corpus's files are a batch each
+    whole = LadybugGraphStore(tmp_path / "whole.lbdb")
+    parted = LadybugGraphStore(tmp_path / "parted.lbdb", part_bytes=200)
+    try:
+        load_corpus_graph(corpus.store, whole)
+        load_corpus_graph(corpus.store, parted)
+        assert all(len(parts) == 1 for parts in spooled[0].values())
+        assert max(len(parts) for parts in spooled[1].values()) > 3
+        assert parted.counts() == whole.counts()
+        for edge_type in ("EVIDENCE_FOR", "NEXT", "CONTAINS_MESSAGE", "BELONGS_TO"):
+            assert sorted(map(repr, parted.iter_edges(edge_type))) == sorted(
+                map(repr, whole.iter_edges(edge_type))
+            )
+        with corpus.store.source.connect() as conn:
+            for message_id, text in conn.execute(select(messages.c.message_id, messages.c.text)):
+                assert parted.node("Message", message_id).props["text"] == text
+
+        text = 'a "quoted", multi\nline text'
+        multiline = LadybugGraphStore(tmp_path / "multiline.lbdb", part_bytes=2000)
+        multiline.load(*_evidence_graph(300, text))
+        assert len(spooled[-1][("EVIDENCE_FOR", "Message", "Concept")]) > 3
+        assert {props["text"] for *_, props in multiline.iter_edges("EVIDENCE_FOR")} == {text}
+        assert multiline.counts().edges["EVIDENCE_FOR"] == 300
+        multiline.close()
+    finally:
+        whole.close()
+        parted.close()
+    files = {("Domain",): [tmp_path / "one.csv"]}
+    files[("Domain",)][0].write_text("id\nd1\n")
+    spool = ladybug_store._Spool(tmp_path, 1 << 20)
+    assert ladybug_store._export_digest(files, spool) == _digest_of_whole_files(
+        {("Domain",): files[("Domain",)][0]}
+    )
+
+
+def _digest_of_whole_files(files: dict) -> str:
+    """The export digest as it was computed before files had parts (pinned: stored markers hold it)."""
+    import hashlib
+
+    from memory_core.graph.ladybug_store import _library_version, schema_ddl
+
+    digest = hashlib.sha256(f"{_library_version()}\n".encode() + "\n".join(schema_ddl()).encode())
+    for key in sorted(files):
+        options = "(HEADER=true, DELIM=',', QUOTE='\"', ESCAPE='\"', AUTO_DETECT=false)"
+        digest.update(f"\x00{key}\x00{options}\x00".encode())
+        digest.update(files[key].read_bytes())
+    return digest.hexdigest()
+
+
+def test_the_write_pool_holds_the_data_and_eight_times_the_largest_part(monkeypatch):
+    from memory_core.graph import ladybug_store
+
+    gib = 1 << 30
+    monkeypatch.setattr(ladybug_store, "_physical_memory", lambda: 24 * gib)
+    assert ladybug_store.copy_part_bytes() == 6 * gib // 8
+    assert ladybug_store.load_pool([]) == ladybug_store._WRITE_POOL  # the floor
+    assert ladybug_store.load_pool([100 << 20, 300 << 20]) == 2400 << 20  # eight times the largest part
+    assert ladybug_store.load_pool([500 << 20] * 10) == 5000 << 20  # the data, a checkpoint writes it all
+    assert ladybug_store.load_pool([700 << 20] * 20) == 6 * gib  # at most a quarter of the memory
+
+
+@pytest.mark.slow
+def test_a_large_edge_type_loads_in_parts_where_one_copy_overflows_the_pool(tmp_path, monkeypatch):
+    """Regression (bench_scale at 1M messages with concepts): the load failed in a COPY with "Unable to
+    allocate memory! The buffer pool is full" — one COPY holds several times its file in the pool. Here with
+    a 128 MiB pool: a 39 MB EVIDENCE_FOR file copied whole overflows it; copied in the parts the pool is
+    sized for (16 MiB), the same graph loads."""
+    from memory_core.graph import ladybug_store
+
+    pool = 128 << 20
+    monkeypatch.setattr(ladybug_store, "_WRITE_POOL", pool)
+    monkeypatch.setattr(ladybug_store, "_physical_memory", lambda: 4 * pool)
+    with LadybugGraphStore(tmp_path / "whole.lbdb", part_bytes=1 << 40) as whole:
+        with pytest.raises(RuntimeError, match="buffer pool is full"):
+            whole.load(*_evidence_graph(220_000))
+    with LadybugGraphStore(tmp_path / "parted.lbdb") as parted:
+        parted.load(*_evidence_graph(220_000))
+        assert parted.counts().edges["EVIDENCE_FOR"] == 220_000

@@ -815,3 +815,46 @@ def test_subject_facts_find_an_instances_targets_by_type_without_scanning_other_
     assert facts.related("dana", stems, exclude="g1", types=types) == ["h1"]
     facts.add(concept("g1", "Dana wants to swim across a lake", "goal", "Dana wants to swim across a lake."))
     assert facts.related("dana", stems, types=types) == ["h1"]
+
+
+def test_a_patterns_episode_rows_are_the_related_facts_and_their_cosines_the_same_floats():
+    """`judge_pattern` reads a held candidate's related facts as kept index rows (one gather and product,
+    no per-fact lookups): the rows are exactly the indexed related facts, a changed fact moves them, and
+    the cosines are the floats the per-fact product gave."""
+    from memory_core.memory_loop.patterns import SubjectFacts, _cosines
+
+    rng = np.random.default_rng(7)
+    activities = ["running", "painting", "pottery", "chess", "sailing", "baking"]
+    facts, index = SubjectFacts(), ConceptIndex()
+    for i in range(300):
+        title = f"Dana does {activities[i % 6]} with {activities[(i * 7) % 6]} friends {i}"
+        made = concept(f"f{i:03d}", title, "event", title + ".")
+        vector = rng.standard_normal(32).astype(np.float32)
+        if i % 10:  # every tenth fact is not in the index
+            index.add(
+                made.concept_id,
+                vector / np.linalg.norm(vector),
+                "event",
+                [title],
+                made.first_seen,
+                made.first_seen,
+            )
+        facts.add(made)
+
+    def expected(stems: frozenset[str]) -> list[int]:
+        return sorted(index.row_of(c) for c in facts.related("dana", stems) if c in index)
+
+    stems = frozenset({"potteri", "chess"})
+    rows = facts.related_rows("dana", stems, index)
+    assert rows.tolist() == expected(stems) and len(rows) > 50
+    for _ in range(20):
+        vector = rng.standard_normal(32).astype(np.float32)
+        gathered = dict(
+            zip(map(index.id_at, rows.tolist()), (index.matrix[rows] @ vector).tolist(), strict=True)
+        )
+        related = [c for c in facts.related("dana", stems) if c in index]
+        assert gathered == _cosines(index, vector, related)  # bit for bit
+    facts.add(concept("f001", "Dana quit pottery", "event", "Dana quit pottery."))  # refined: new stems
+    assert facts.related_rows("dana", stems, index).tolist() == expected(stems)
+    assert facts.related_rows("dana", frozenset({"quit"}), index).tolist() == [index.row_of("f001")]
+    assert facts.related_rows("dana", frozenset(), index).tolist() == []

@@ -1,7 +1,8 @@
 """Embedded graph store: one LadybugDB (the maintained Kùzu fork, Cypher) database file per corpus.
 
-A full `load` spools the nodes and edges into CSV files (one per label and per edge type/endpoint pair),
-creates a fresh database at a temporary path, bulk-loads it with `COPY FROM` (row-by-row `CREATE` of
+A full `load` spools the nodes and edges into CSV files (one per label and per edge type/endpoint pair, in
+parts a COPY can hold in the buffer pool), creates a fresh database at a temporary path, bulk-loads it with
+`COPY FROM`, a statement per part (row-by-row `CREATE` of
 edges is two orders of magnitude slower: see `evals/benchmarks/bench_graph_load.py`), checkpoints it into a single
 file and renames it over the current one. A reader that opened the old file keeps reading the old version
 (the old inode lives on while it is open); readers here notice the new file (inode change) on their next
@@ -70,6 +71,11 @@ _MAX_DB_SIZE = 1 << 36
 _READ_POOL = 256 * 1024 * 1024
 _WRITE_POOL = 1024 * 1024 * 1024
 _EDGE_SLICE = 200_000  # edges a read of one edge type holds at once (`iter_edges`)
+# A COPY holds several times its file's bytes in the buffer pool while it builds its table: a 481 MB
+# EVIDENCE_FOR file (2.3M edges, 1M messages) failed with 1.7 GiB and loaded with 2 GiB. A file is copied in
+# parts of at most an eighth of the largest pool, and the pool is sized to eight times its largest part.
+_COPY_NEED = 8
+_PART_CHECK_ROWS = 1000  # rows written between two looks at a part's size
 
 
 def _physical_memory() -> int | None:
@@ -79,14 +85,29 @@ def _physical_memory() -> int | None:
         return None
 
 
+def _pool_cap(floor: int) -> int:
+    memory = _physical_memory()
+    return max(floor, memory // 4) if memory else floor
+
+
 def buffer_pool(data_bytes: int, floor: int) -> int:
     """The buffer pool for a database holding about `data_bytes`: `floor`, or as large as the data where
     that is more, at most a quarter of the machine's memory. A fixed 256 MiB reader could not stream one edge
     type of a 1M-message graph (780 MB file: CONTAINS_MESSAGE, 1.02M edges, needed ~0.5 GB); a small
     corpus's reader stays at the floor, so a process holding many corpora open stays small."""
-    memory = _physical_memory()
-    cap = max(floor, memory // 4) if memory else floor
-    return max(floor, min(int(data_bytes), cap))
+    return max(floor, min(int(data_bytes), _pool_cap(floor)))
+
+
+def copy_part_bytes() -> int:
+    """The most a spooled file part holds: a COPY of it fits the largest pool a load may take."""
+    return _pool_cap(_WRITE_POOL) // _COPY_NEED
+
+
+def load_pool(part_sizes: Iterable[int]) -> int:
+    """The write pool of a bulk load of spooled parts of these sizes: the data itself (a checkpoint writes
+    it all), and `_COPY_NEED` times the largest part (one COPY's hold)."""
+    sizes = list(part_sizes)
+    return buffer_pool(max(sum(sizes), _COPY_NEED * max(sizes, default=0)), _WRITE_POOL)
 
 
 def _columns(props: tuple[Prop, ...]) -> str:
@@ -119,40 +140,52 @@ def _csv_value(value: object) -> object:
 
 
 class _Spool:
-    """CSV files under a temporary folder, one per node label and per (edge type, source, target)."""
+    """CSV files under a temporary folder, one per node label and per (edge type, source, target), each in
+    parts of at most `part_bytes` (a part is closed once it holds that much and the next rows start another,
+    with its own header): one COPY per part keeps a large edge type's load inside the buffer pool."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, part_bytes: int):
         self.folder = folder
-        self._files: dict[tuple, tuple] = {}  # key -> (fp, writer, path)
+        self.part_bytes = part_bytes
+        self._open: dict[tuple, tuple] = {}  # key -> (fp, writer) of its current part
+        self.parts: dict[tuple, list[Path]] = {}
         self.multiline: set[tuple] = set()  # files holding a quoted newline: the parallel reader refuses them
         self.rows: dict[tuple, int] = {}
 
-    def write(self, key: tuple, header: list[str], rows: list[list]) -> None:
-        if not rows:
-            return
-        if key not in self._files:
-            path = self.folder / ("__".join(key) + ".csv")
-            fp = path.open("w", encoding="utf-8", newline="")
-            writer = csv.writer(fp)
-            writer.writerow(header)
-            self._files[key] = (fp, writer, path)
-            self.rows[key] = 0
-        _, writer, _ = self._files[key]
-        for row in rows:
-            values = [_csv_value(v) for v in row]
-            if key not in self.multiline and any(
-                isinstance(v, str) and ("\n" in v or "\r" in v) for v in values
-            ):
-                self.multiline.add(key)
-            writer.writerow(values)
-        self.rows[key] += len(rows)
-
-    def close(self) -> dict[tuple, Path]:
-        paths = {}
-        for key, (fp, _, path) in self._files.items():
+    def _writer(self, key: tuple, header: list[str]):
+        if key in self._open:
+            fp, writer = self._open[key]
+            if fp.tell() < self.part_bytes:
+                return writer
             fp.close()
-            paths[key] = path
-        return paths
+        paths = self.parts.setdefault(key, [])
+        # the first part keeps the name a file of one part always had
+        name = "__".join(key) + (f".part{len(paths)}" if paths else "") + ".csv"
+        paths.append(self.folder / name)
+        fp = paths[-1].open("w", encoding="utf-8", newline="")
+        writer = csv.writer(fp)
+        writer.writerow(header)
+        self._open[key] = (fp, writer)
+        self.rows.setdefault(key, 0)
+        return writer
+
+    def write(self, key: tuple, header: list[str], rows: list[list]) -> None:
+        for start in range(0, len(rows), _PART_CHECK_ROWS):  # a batch may be larger than a part
+            writer = self._writer(key, header)
+            for row in rows[start : start + _PART_CHECK_ROWS]:
+                values = [_csv_value(v) for v in row]
+                if key not in self.multiline and any(
+                    isinstance(v, str) and ("\n" in v or "\r" in v) for v in values
+                ):
+                    self.multiline.add(key)
+                writer.writerow(values)
+            self.rows[key] += len(rows[start : start + _PART_CHECK_ROWS])
+
+    def close(self) -> dict[tuple, list[Path]]:
+        for fp, _ in self._open.values():
+            fp.close()
+        self._open.clear()
+        return self.parts
 
 
 def _copy_options(key: tuple, spool: _Spool, endpoints: tuple[str, str] | None) -> str:
@@ -175,15 +208,17 @@ def _library_version() -> str:
     return str(getattr(ladybug, "__version__", ""))
 
 
-def _export_digest(files: dict[tuple, Path], spool: _Spool) -> str:
-    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options."""
+def _export_digest(files: dict[tuple, list[Path]], spool: _Spool) -> str:
+    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options (a file of
+    one part hashes as it did before files had parts)."""
     # the library's version too: another release may store the same export differently
     digest = hashlib.sha256(f"{_library_version()}\n".encode() + "\n".join(schema_ddl()).encode())
     for key in sorted(files):
         digest.update(f"\x00{key}\x00{_copy_options(key, spool, None)}\x00".encode())
-        with files[key].open("rb") as fp:
-            for block in iter(lambda: fp.read(1 << 20), b""):
-                digest.update(block)
+        for path in files[key]:
+            with path.open("rb") as fp:
+                for block in iter(lambda: fp.read(1 << 20), b""):
+                    digest.update(block)
     return digest.hexdigest()
 
 
@@ -197,9 +232,10 @@ def _quoted_path(path: Path) -> str:
 class LadybugGraphStore(GraphStore):
     backend = "embedded"
 
-    def __init__(self, path: str | os.PathLike, batch_size: int = 2000):
+    def __init__(self, path: str | os.PathLike, batch_size: int = 2000, part_bytes: int | None = None):
         self.path = Path(path)
         self.batch_size = batch_size
+        self.part_bytes = part_bytes  # a spooled file's part (None: what the largest pool can copy)
         self._lock = threading.RLock()
         self._db = None
         self._conn = None
@@ -302,7 +338,7 @@ class LadybugGraphStore(GraphStore):
         folder.mkdir()
         temp = self._temp_path()
         try:
-            spool = _Spool(folder)
+            spool = _Spool(folder, self.part_bytes or copy_part_bytes())
             for batch in nodes:
                 nt, rows = tally.nodes_of(batch)
                 spool.write(
@@ -324,21 +360,18 @@ class LadybugGraphStore(GraphStore):
                 return tally.report(
                     self.backend, str(self.path), started, unchanged=True, export_digest=digest
                 )
-            spooled = sum(path.stat().st_size for path in files.values())
-            db = ladybug.Database(
-                str(temp), buffer_pool_size=buffer_pool(spooled, _WRITE_POOL), max_db_size=_MAX_DB_SIZE
-            )
+            sizes = [path.stat().st_size for parts in files.values() for path in parts]
+            db = ladybug.Database(str(temp), buffer_pool_size=load_pool(sizes), max_db_size=_MAX_DB_SIZE)
             conn = ladybug.Connection(db)
             try:
                 for stmt in schema_ddl():
                     conn.execute(stmt)
                 # nodes first: a rel COPY resolves its endpoints by primary key
-                for key, path in sorted(files.items(), key=lambda kv: len(kv[0])):
+                for key, parts in sorted(files.items(), key=lambda kv: len(kv[0])):
                     table = q(key[0])
-                    endpoints = (key[1], key[2]) if len(key) == 3 else None
-                    conn.execute(
-                        f"COPY {table} FROM {_quoted_path(path)} {_copy_options(key, spool, endpoints)}"
-                    )
+                    options = _copy_options(key, spool, (key[1], key[2]) if len(key) == 3 else None)
+                    for path in parts:  # a COPY appends to a table a part before it filled
+                        conn.execute(f"COPY {table} FROM {_quoted_path(path)} {options}")
                 conn.execute("CHECKPOINT")
             finally:
                 conn.close()

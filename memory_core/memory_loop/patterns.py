@@ -53,6 +53,11 @@ class SubjectFacts:
     # looks only at goals and habits among them (`instance_target` had filtered them all per fact)
     by_stem: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
     _order: dict[str, int] = field(default_factory=dict)
+    # (subject, stem) → the concept-index rows of its indexed facts, made on first use and dropped when a fact
+    # of that stem changes: a held reflective candidate looks for episodes among every fact sharing a stem
+    # with it, and at 1M messages (one subject, ~80k facts, ~180k candidates) listing and sorting them
+    # per candidate was most of the held candidates' 1,195 s
+    _rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
     def add(self, concept: ConceptHypothesis) -> None:
         if concept.type not in FACT_TYPES:
@@ -63,11 +68,13 @@ class SubjectFacts:
         old = facts.get(cid)
         for stem in old.stems if old is not None else ():
             self.by_stem[(subject, stem)][old.type].discard(cid)
+            self._rows.pop((subject, stem), None)
         fact = _Fact(concept.type, salient_stems(concept.title), ceases(text), topic_stems(concept.title))
         facts[cid] = fact
         self._order.setdefault(cid, len(self._order))
         for stem in fact.stems:
             self.by_stem.setdefault((subject, stem), {}).setdefault(fact.type, set()).add(cid)
+            self._rows.pop((subject, stem), None)
 
     def related(
         self, subject: str, stems: frozenset[str], exclude: str = "", types: tuple[str, ...] | None = None
@@ -81,6 +88,27 @@ class SubjectFacts:
                 hits |= typed.get(type_, set())
         hits.discard(exclude)
         return sorted(hits, key=self._order.__getitem__)
+
+    def related_rows(self, subject: str, stems: frozenset[str], index: ConceptIndex) -> np.ndarray:
+        """The index rows of the indexed fact concepts of `subject` sharing a content stem with `stems`
+        (`related`'s concepts, as rows, ascending). A row stays a concept's, and a fact enters the index
+        before it is added here (`apply`), so a kept list is good until a fact of its stem changes."""
+        parts = []
+        for stem in stems:
+            rows = self._rows.get((subject, stem))
+            if rows is None:
+                typed = self.by_stem.get((subject, stem), {}).values()
+                ids = (c for cids in typed for c in cids if c in index)
+                rows = self._rows[(subject, stem)] = np.sort(
+                    np.fromiter(map(index.row_of, ids), dtype=np.int64)
+                )
+            parts.append(rows)
+        if len(parts) < 2:
+            return parts[0] if parts else np.zeros(0, dtype=np.int64)
+        union = np.zeros(len(index), dtype=bool)  # a mask over every row: cheaper than sorting the parts
+        for rows in parts:
+            union[rows] = True
+        return np.flatnonzero(union)
 
     def fact(self, subject: str, cid: str) -> _Fact:
         return self.by_subject[subject][cid]
@@ -122,11 +150,13 @@ def judge_pattern(
     that it stopped ("Melanie quit pottery" after "Melanie does pottery every week")."""
     subject, title = fact_subject(cand.canonical_title), cand.canonical_title
     judgement = PatternJudgement(conversations={cand.conversation_id})
-    related = [c for c in facts.related(subject, salient_stems(title)) if c in index]
-    sims = _cosines(index, vector, related)
-    close = sorted(
-        (c for c in related if sims[c] >= rules.pattern_support_similarity), key=lambda c: (-sims[c], c)
+    rows = facts.related_rows(subject, salient_stems(title), index)
+    sims = (
+        (index.matrix[rows] @ np.asarray(vector, dtype=np.float32)).astype(np.float64) if len(rows) else rows
     )
+    near = np.flatnonzero(sims >= rules.pattern_support_similarity)  # compared as Python floats were
+    by_id = {index.id_at(int(rows[i])): float(sims[i]) for i in near}
+    close = sorted(by_id, key=lambda c: (-by_id[c], c))
     stopped = [c for c in close if facts.fact(subject, c).ceases]
     for cid in (c for c in close if c not in stopped):
         if len(judgement.episodes) < MAX_EPISODES:

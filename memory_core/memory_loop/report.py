@@ -61,6 +61,7 @@ class LoopReport:
     embedding_seconds: float = 0.0
     retrieval_seconds: float = 0.0
     write_seconds: float = 0.0
+    held_seconds: float = 0.0  # the held reflective candidates, judged after every mention was routed
     approximate_batches: int = 0  # shortlists from the inverted file (past `exact_up_to` concepts)
 
     def run_figures(self) -> dict:
@@ -172,5 +173,6 @@ class ConsolidationReport:
             "retrieval_seconds": round(run.retrieval_seconds, 3),
             "approximate_batches": run.approximate_batches,
             "write_seconds": round(run.write_seconds, 3),
+            "held_seconds": round(run.held_seconds, 3),
             "concept_sample": self.concept_sample,
         }

@@ -179,6 +179,10 @@ class ConceptIndex:
         """The concept's row of `matrix`."""
         return self._entries[concept_id].row
 
+    def id_at(self, row: int) -> str:
+        """The concept of a row of `matrix`."""
+        return self._ids[row]
+
     def conversations_of(self, concept_id: str) -> set[str]:
         """The conversations the concept has evidence in."""
         return set(self._entries[concept_id].conversations)
