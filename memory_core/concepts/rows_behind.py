@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, delete, insert, select
 
-from memory_core.concepts.action_log import replay_concepts
+from memory_core.concepts.action_log import REPLAY_COLUMNS, replay_concepts
 from memory_core.concepts.store import update_concepts
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import action_log, concept_rows_behind
@@ -64,7 +64,7 @@ def repair_rows_behind(target: CorpusStore | Connection) -> int:
     ids = rows_behind(conn)
     rows: dict[str, list[dict]] = {c: [] for c in ids}
     for i in range(0, len(ids), _CHUNK):
-        query = select(action_log).where(action_log.c.concept_id.in_(ids[i : i + _CHUNK]))
+        query = select(*REPLAY_COLUMNS).where(action_log.c.concept_id.in_(ids[i : i + _CHUNK]))
         for r in conn.execute(query.order_by(action_log.c.action_id)).mappings():
             rows[r["concept_id"]].append(dict(r))
     rebuilt = []
