@@ -494,6 +494,29 @@ def test_a_theme_is_read_off_episodes_in_several_conversations_unless_it_stopped
     assert habits == []  # the latest of them says it stopped
 
 
+def test_a_held_candidates_related_rows_are_in_the_facts_first_seen_order(home, tmp_path, monkeypatch):
+    """`judge_pattern` gathers the related facts' rows ascending; its cosines are the per-fact path's floats
+    only while ascending rows are `related`'s first-seen order (a product's floats depend on a row's
+    place). Checked at every call of a real run, on loaded and on created facts; the run's times nest."""
+    from memory_core.memory_loop import loop as loop_module
+    from memory_core.memory_loop.support import fact_subject, salient_stems
+
+    calls = []
+    real = loop_module.judge_pattern
+
+    def checked(facts, index, concepts, cand, vector, rules):
+        subject, stems = fact_subject(cand.canonical_title), salient_stems(cand.canonical_title)
+        in_order = [index.row_of(c) for c in facts.related(subject, stems) if c in index]
+        calls.append(in_order)
+        assert facts.related_rows(subject, stems, index).tolist() == in_order
+        return real(facts, index, concepts, cand, vector, rules)
+
+    monkeypatch.setattr(loop_module, "judge_pattern", checked)
+    report, _, _ = _pattern_run(home, tmp_path, [RIVER, PARK, HABIT, STOPPED])
+    assert calls and any(len(rows) > 1 for rows in calls)
+    assert report.seconds >= report.held_seconds > 0 and report.seconds > report.write_seconds
+
+
 def test_a_pattern_said_once_or_contradicted_later_stays_a_residual(home, tmp_path):
     report, habits, held = _pattern_run(home, tmp_path, [HABIT])
     assert habits == [] and held == ["reflective_unsupported"]

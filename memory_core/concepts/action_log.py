@@ -144,7 +144,8 @@ def read(
 
 
 def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, ConceptHypothesis], list[dict]]:
-    """Concepts and evidence rows rebuilt from log rows (their `REPLAY_COLUMNS`), in order."""
+    """Concepts and evidence rows rebuilt from log rows (their `REPLAY_COLUMNS`, or every column), in
+    order."""
     concepts: dict[str, ConceptHypothesis] = {}
     evidence: dict[str, list[dict]] = {}
     for row in rows:
@@ -162,7 +163,7 @@ def replay_concepts(rows: Iterable[dict]) -> tuple[dict[str, ConceptHypothesis],
             raise ValueError(f"action {row['action_id']}: concept {cid} created twice")
         if cid in concepts:
             spans = apply_patch(concepts[cid], patch)
-        elif row["has_prior_state"]:
+        elif row["has_prior_state"] if "has_prior_state" in row else row["prior_state"] is not None:
             raise ValueError(f"action {row['action_id']}: {row['action']} of unknown concept {cid}")
         else:
             concepts[cid], spans = concept_from_patch(patch)

@@ -141,8 +141,9 @@ def _csv_value(value: object) -> object:
 
 class _Spool:
     """CSV files under a temporary folder, one per node label and per (edge type, source, target), each in
-    parts of at most `part_bytes` (a part is closed once it holds that much and the next rows start another,
-    with its own header): one COPY per part keeps a large edge type's load inside the buffer pool."""
+    parts of about `part_bytes` (a part is closed once it holds that much, looked at every
+    `_PART_CHECK_ROWS` rows, and the next rows start another with its own header): one COPY per part keeps
+    a large edge type's load inside the buffer pool."""
 
     def __init__(self, folder: Path, part_bytes: int):
         self.folder = folder
@@ -209,14 +210,18 @@ def _library_version() -> str:
 
 
 def _export_digest(files: dict[tuple, list[Path]], spool: _Spool) -> str:
-    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options (a file of
-    one part hashes as it did before files had parts)."""
+    """sha256 of what a load would copy: the schema, and each spooled file with its COPY options. A file's
+    parts hash as the one file they make (each part's repeated header left out), so where the parts were cut
+    (a machine with other memory) does not make an unchanged export a new one, and a file of one part
+    hashes as it did before files had parts."""
     # the library's version too: another release may store the same export differently
     digest = hashlib.sha256(f"{_library_version()}\n".encode() + "\n".join(schema_ddl()).encode())
     for key in sorted(files):
         digest.update(f"\x00{key}\x00{_copy_options(key, spool, None)}\x00".encode())
-        for path in files[key]:
+        for number, path in enumerate(files[key]):
             with path.open("rb") as fp:
+                if number:
+                    fp.readline()  # the header (column names: no quoted newline)
                 for block in iter(lambda: fp.read(1 << 20), b""):
                     digest.update(block)
     return digest.hexdigest()

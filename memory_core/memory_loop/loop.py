@@ -361,9 +361,9 @@ def _consolidate(
         if log_fn:
             log_fn(f"{report.processed}/{report.pending} mentions, {len(mem.concepts)} concepts")
     progress.finish()
-    started = time.perf_counter()
+    held_started = time.perf_counter()
     rejected_vectors += _decide_held(mem, router, held, report.run_id)
-    report.held_seconds = time.perf_counter() - started
+    report.held_seconds = time.perf_counter() - held_started
     if pending:
         _derive_themes(mem, report.run_id)
     _resolve_relations(mem, report.run_id)

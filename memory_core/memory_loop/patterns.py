@@ -57,7 +57,7 @@ class SubjectFacts:
     # of that stem changes: a held reflective candidate looks for episodes among every fact sharing a stem
     # with it, and at 1M messages (one subject, ~80k facts, ~180k candidates) listing and sorting them
     # per candidate was most of the held candidates' 1,195 s
-    _rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _rows: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def add(self, concept: ConceptHypothesis) -> None:
         if concept.type not in FACT_TYPES:
@@ -92,7 +92,9 @@ class SubjectFacts:
     def related_rows(self, subject: str, stems: frozenset[str], index: ConceptIndex) -> np.ndarray:
         """The index rows of the indexed fact concepts of `subject` sharing a content stem with `stems`
         (`related`'s concepts, as rows, ascending). A row stays a concept's, and a fact enters the index
-        before it is added here (`apply`), so a kept list is good until a fact of its stem changes."""
+        just before it is first added here (`LoopMemory.load`, `apply`), so a kept list is good until a fact
+        of its stem changes, and ascending rows are `related`'s first-seen order: gathered in it, the
+        product gives the floats the per-fact lookups gave (a product's floats depend on a row's place)."""
         parts = []
         for stem in stems:
             rows = self._rows.get((subject, stem))
