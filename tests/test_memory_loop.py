@@ -844,7 +844,7 @@ def test_a_patterns_episode_rows_are_the_related_facts_and_their_cosines_the_sam
     """`judge_pattern` reads a held candidate's related facts as kept index rows (one gather and product,
     no per-fact lookups): the rows are exactly the indexed related facts, a changed fact moves them, and
     the cosines are the floats the per-fact product gave."""
-    from memory_core.memory_loop.patterns import SubjectFacts, _cosines
+    from memory_core.memory_loop.patterns import SubjectFacts, _cosines, close_facts
 
     rng = np.random.default_rng(7)
     activities = ["running", "painting", "pottery", "chess", "sailing", "baking"]
@@ -876,7 +876,10 @@ def test_a_patterns_episode_rows_are_the_related_facts_and_their_cosines_the_sam
             zip(map(index.id_at, rows.tolist()), (index.matrix[rows] @ vector).tolist(), strict=True)
         )
         related = [c for c in facts.related("dana", stems) if c in index]
-        assert gathered == _cosines(index, vector, related)  # bit for bit
+        per_fact = _cosines(index, vector, related)
+        assert gathered == per_fact  # bit for bit
+        close = sorted((c for c in related if per_fact[c] >= 0.1), key=lambda c: (-per_fact[c], c))
+        assert close_facts(facts, index, "dana", stems, vector, 0.1) == close and close
     facts.add(concept("f001", "Dana quit pottery", "event", "Dana quit pottery."))  # refined: new stems
     assert facts.related_rows("dana", stems, index).tolist() == expected(stems)
     assert facts.related_rows("dana", frozenset({"quit"}), index).tolist() == [index.row_of("f001")]

@@ -236,13 +236,13 @@ def retrieval_scaling(sizes=(1_000, 10_000, 50_000, 100_000), dim=384, candidate
 
 def pattern_scaling(sizes=(10_000, 40_000, 80_000), dim=384, candidates=300) -> dict:
     """A held reflective candidate's search for episodes (`judge_pattern`) as one subject's facts grow: the
-    facts sharing a content stem with it, as kept index rows gathered in one product, against the per-fact
-    lookups that came before (`related` sorted by first-seen, then a row lookup per fact: the baseline,
-    computed here). At 1M generated messages (one subject, ~80k facts) the held candidates took 1,195 s.
+    facts sharing a content stem with it, as kept index rows gathered in one product (`close_facts`, what
+    `judge_pattern` calls), against the per-fact lookups that came before (`related` sorted by first-seen,
+    then a row lookup per fact: the baseline, computed here). At 1M generated messages (one subject, ~80k facts) the held candidates took 1,195 s.
     Both must find the same close facts in the same order."""
     import numpy as np
 
-    from memory_core.memory_loop.patterns import _cosines
+    from memory_core.memory_loop.patterns import _cosines, close_facts
     from memory_core.memory_loop.router import RouterRules
     from memory_core.memory_loop.support import fact_subject, salient_stems
 
@@ -266,14 +266,12 @@ def pattern_scaling(sizes=(10_000, 40_000, 80_000), dim=384, candidates=300) -> 
             before.append(close(_cosines(index, vec, related)))
         per_fact = time.perf_counter() - t0
         t0 = time.perf_counter()
-        after, sizes_seen = [], []
-        for vec, st in zip(vectors, stems, strict=True):
-            rows = facts.related_rows(subject, st, index)
-            sims = (index.matrix[rows] @ vec).astype(np.float64)
-            near = np.flatnonzero(sims >= threshold)  # as judge_pattern: only the close facts in Python
-            after.append(close({index.id_at(int(rows[i])): float(sims[i]) for i in near}))
-            sizes_seen.append(len(rows))
+        after = [
+            close_facts(facts, index, subject, st, vec, threshold)
+            for vec, st in zip(vectors, stems, strict=True)
+        ]
         kept_rows = time.perf_counter() - t0
+        sizes_seen = [len(facts.related_rows(subject, st, index)) for st in stems]
         out[n] = {
             "related_facts_median": int(np.median(sizes_seen)),
             "per_fact_ms": round(1000 * per_fact / candidates, 3),

@@ -151,7 +151,6 @@ class _Spool:
         self._open: dict[tuple, tuple] = {}  # key -> (fp, writer) of its current part
         self.parts: dict[tuple, list[Path]] = {}
         self.multiline: set[tuple] = set()  # files holding a quoted newline: the parallel reader refuses them
-        self.rows: dict[tuple, int] = {}
 
     def _writer(self, key: tuple, header: list[str]):
         if key in self._open:
@@ -167,7 +166,6 @@ class _Spool:
         writer = csv.writer(fp)
         writer.writerow(header)
         self._open[key] = (fp, writer)
-        self.rows.setdefault(key, 0)
         return writer
 
     def write(self, key: tuple, header: list[str], rows: list[list]) -> None:
@@ -180,7 +178,6 @@ class _Spool:
                 ):
                     self.multiline.add(key)
                 writer.writerow(values)
-            self.rows[key] += len(rows[start : start + _PART_CHECK_ROWS])
 
     def close(self) -> dict[tuple, list[Path]]:
         for fp, _ in self._open.values():

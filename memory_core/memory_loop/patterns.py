@@ -139,6 +139,25 @@ def instance_target(
     return best if best is not None and best[1] >= rules.instance_similarity else None
 
 
+def close_facts(
+    facts: SubjectFacts,
+    index: ConceptIndex,
+    subject: str,
+    stems: frozenset[str],
+    vector: np.ndarray,
+    threshold: float,
+) -> list[str]:
+    """The facts of `subject` sharing a content stem with `stems` whose cosine to `vector` is at least
+    `threshold`, closest first (ties by id): one gather and one product over their kept rows."""
+    rows = facts.related_rows(subject, stems, index)
+    if not len(rows):
+        return []
+    sims = (index.matrix[rows] @ np.asarray(vector, dtype=np.float32)).astype(np.float64)
+    near = np.flatnonzero(sims >= threshold)  # compared as the Python floats of the per-fact path were
+    by_id = {index.id_at(int(rows[i])): float(sims[i]) for i in near}
+    return sorted(by_id, key=lambda c: (-by_id[c], c))
+
+
 def judge_pattern(
     facts: SubjectFacts,
     index: ConceptIndex,
@@ -152,13 +171,7 @@ def judge_pattern(
     that it stopped ("Melanie quit pottery" after "Melanie does pottery every week")."""
     subject, title = fact_subject(cand.canonical_title), cand.canonical_title
     judgement = PatternJudgement(conversations={cand.conversation_id})
-    rows = facts.related_rows(subject, salient_stems(title), index)
-    sims = (
-        (index.matrix[rows] @ np.asarray(vector, dtype=np.float32)).astype(np.float64) if len(rows) else rows
-    )
-    near = np.flatnonzero(sims >= rules.pattern_support_similarity)  # compared as Python floats were
-    by_id = {index.id_at(int(rows[i])): float(sims[i]) for i in near}
-    close = sorted(by_id, key=lambda c: (-by_id[c], c))
+    close = close_facts(facts, index, subject, salient_stems(title), vector, rules.pattern_support_similarity)
     stopped = [c for c in close if facts.fact(subject, c).ceases]
     for cid in (c for c in close if c not in stopped):
         if len(judgement.episodes) < MAX_EPISODES:
