@@ -164,7 +164,7 @@ class CorpusLexicon:
 
     messages: LexicalIndex  # doc = previous message (capped) + the message twice + next message (capped)
     conversations: LexicalIndex
-    concepts: LexicalIndex  # doc = title + description + aliases + the words of its evidence messages
+    concepts: LexicalIndex  # doc = title + description + aliases + its evidence messages' documents
 
     FILES = ("messages", "conversations", "concepts")
 
@@ -211,11 +211,16 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
                 [sys.intern(t) for t in tokenize(message_text_for_search(r.author, r.text, r.attributes))]
             )
 
+    def in_context(i: int) -> list[str]:
+        """Message i's document: the previous message (capped), the message twice, the next (capped)."""
+        own = tokens[i]
+        prev = tokens[i - 1][:context_tokens] if i > 0 and convs[i - 1] == convs[i] else []
+        nxt = tokens[i + 1][:context_tokens] if i + 1 < len(tokens) and convs[i + 1] == convs[i] else []
+        return prev + own + own + nxt
+
     def docs() -> Iterator[list[str]]:  # made as the index consumes them, not all held at once
-        for i, own in enumerate(tokens):
-            prev = tokens[i - 1][:context_tokens] if i > 0 and convs[i - 1] == convs[i] else []
-            nxt = tokens[i + 1][:context_tokens] if i + 1 < len(tokens) and convs[i + 1] == convs[i] else []
-            yield prev + own + own + nxt
+        for i in range(len(tokens)):
+            yield in_context(i)
 
     conv_ids = [conv for conv, _ in groupby(convs)]  # the messages come in conversation order
 
@@ -225,7 +230,7 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
 
     concept_ids: list[str] = []
     concept_docs: list[list[str]] = []
-    own_tokens = dict(zip(ids, tokens, strict=True))
+    row_of = {mid: i for i, mid in enumerate(ids)}
     with store.staging.connect() as conn:
         evidence: dict[str, list[str]] = {}
         for cid, mid in conn.execute(
@@ -245,7 +250,11 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
             ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
         ):
             concept_ids.append(r.concept_id)
-            said = [t for mid in evidence.get(r.concept_id, ()) for t in own_tokens.get(mid, ())]
+            # each evidence message as the messages index has it, in its context: the question it answers
+            # ("What got you into running?") names what a bare answer ("My dad, years ago") does not
+            said = [
+                t for mid in evidence.get(r.concept_id, ()) if mid in row_of for t in in_context(row_of[mid])
+            ]
             concept_docs.append(tokenize(" ".join([r.title, r.description, *(r.aliases or [])])) + said)
     return CorpusLexicon(
         messages=LexicalIndex.build(ids, docs()),

@@ -13,7 +13,7 @@ paths of one phase see each other only through what they leave on the state, in 
   a stray match), **dense_message** / **dense_segment** (nearest messages and segments, vector indexes),
   **topic** (the question's nearest topics: their segments' messages, and their RELATED_TO concepts routed
   to the concept path), **concept** (concepts by their "{title}: {description}" vectors and by BM25 over
-  titles, descriptions, aliases and the words of their evidence messages, plus those routed from topics,
+  titles, descriptions, aliases and their evidence messages in context, plus those routed from topics,
   lent more when their type is one the question's wording asks for (`question_types`); their EVIDENCE_FOR
   messages weighted by evidence confidence);
 - LIFT — **speaker**: messages written by a participant the question names, only where a MATCH path found
@@ -133,7 +133,8 @@ def topic(state: QueryState) -> np.ndarray:
 
 
 def _concept_scores(state: QueryState) -> np.ndarray:
-    """Per concept: what topics routed to it, plus half its lexical and half its vector similarity."""
+    """Per concept: what topics routed to it, plus half its lexical similarity and `concept_vector_share` of
+    its vector similarity."""
     concepts = state.concepts
     score = state.concept_prior.copy()
     if not concepts.ids:
@@ -147,7 +148,8 @@ def _concept_scores(state: QueryState) -> np.ndarray:
     found = _nearest(state, "concepts", state.settings.concept_pool)
     if found is not None:
         hits = [(concepts.index[c], s) for c, s in zip(*found, strict=True) if c in concepts.index]
-        score += 0.5 * pool_scaled(len(concepts.ids), [p for p, _ in hits], [s for _, s in hits])
+        share = state.settings.concept_vector_share
+        score += share * pool_scaled(len(concepts.ids), [p for p, _ in hits], [s for _, s in hits])
     return score
 
 

@@ -308,6 +308,39 @@ def test_a_concepts_lexical_document_holds_its_evidence_words(home, tmp_path):
     assert scores[max_id] > 0 and "dig" not in tokenize("Max is Dana's dog.")
 
 
+def test_a_concepts_lexical_document_holds_its_evidence_in_context(home, tmp_path):
+    """A concept's document holds each evidence message as the messages index has it: with the message before
+    and after it in its conversation, so a concept is found by the question its evidence answers."""
+    from sqlalchemy import select
+
+    from memory_core.lexical import build_corpus_lexicon, tokenize
+    from memory_core.store.schema import canonical_concepts, concept_evidence, messages
+
+    store = _dana_in_porto(home, tmp_path)
+    cc, ce = canonical_concepts.c, concept_evidence.c
+    with store.source.connect() as conn:
+        ref = dict(conn.execute(select(messages.c.message_id, messages.c.source_ref)).all())
+    with store.staging.connect() as conn:
+        evidence = {
+            (r.type, ref[r.message_id]): r.concept_id
+            for r in conn.execute(
+                select(cc.type, ce.message_id, cc.concept_id).join(
+                    concept_evidence, ce.concept_id == cc.concept_id
+                )
+            )
+        }
+    goal, event = evidence[("goal", "m1")], evidence[("event", "m3")]
+    concepts = build_corpus_lexicon(store).concepts
+
+    def score(words: str) -> dict[str, float]:
+        return dict(zip(concepts.ids, concepts.scores(tokenize(words)), strict=True))
+
+    # the goal's message (m1) says nothing of a trip; the reply after it (m2) does, in the goal's conversation
+    assert not {"great", "trip"} & set(tokenize("I want to visit Porto again next year."))
+    assert score("great trip")[goal] > 0 and score("great trip")[event] == 0
+    assert score("lovely")[event] > 0 and score("lovely")[goal] == 0  # m4, after the event's m3
+
+
 def _dana_in_porto(home, tmp_path):
     """A goal and an event about the same place, one month apart, built by the offline teacher and loop."""
     from memory_core.embeddings import HashingEmbedder
