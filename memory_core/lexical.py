@@ -228,8 +228,6 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
         for _, group in groupby(zip(convs, tokens, strict=True), key=lambda pair: pair[0]):
             yield [t for _, own in group for t in own]
 
-    concept_ids: list[str] = []
-    concept_docs: list[list[str]] = []
     row_of = {mid: i for i, mid in enumerate(ids)}
     with store.staging.connect() as conn:
         evidence: dict[str, list[str]] = {}
@@ -241,23 +239,26 @@ def build_corpus_lexicon(store, context_tokens: int = CONTEXT_TOKENS) -> CorpusL
             held = evidence.setdefault(cid, [])
             if mid not in held and len(held) < EVIDENCE_MESSAGES:
                 held.append(mid)
-        for r in conn.execute(
+        concepts = conn.execute(
             select(
                 canonical_concepts.c.concept_id,
                 canonical_concepts.c.title,
                 canonical_concepts.c.description,
                 canonical_concepts.c.aliases,
             ).where(canonical_concepts.c.state.not_in(("merged", "archived")))
-        ):
-            concept_ids.append(r.concept_id)
+        ).all()
+
+    def concept_docs() -> Iterator[list[str]]:  # made as the index consumes them, like the messages'
+        for r in concepts:
             # each evidence message as the messages index has it, in its context: the question it answers
             # ("What got you into running?") names what a bare answer ("My dad, years ago") does not
             said = [
                 t for mid in evidence.get(r.concept_id, ()) if mid in row_of for t in in_context(row_of[mid])
             ]
-            concept_docs.append(tokenize(" ".join([r.title, r.description, *(r.aliases or [])])) + said)
+            yield tokenize(" ".join([r.title, r.description, *(r.aliases or [])])) + said
+
     return CorpusLexicon(
         messages=LexicalIndex.build(ids, docs()),
         conversations=LexicalIndex.build(conv_ids, conv_docs()),
-        concepts=LexicalIndex.build(concept_ids, concept_docs),
+        concepts=LexicalIndex.build([r.concept_id for r in concepts], concept_docs()),
     )
