@@ -319,7 +319,9 @@ def test_a_concepts_lexical_document_holds_its_evidence_in_context(home, tmp_pat
     store = _dana_in_porto(home, tmp_path)
     cc, ce = canonical_concepts.c, concept_evidence.c
     with store.source.connect() as conn:
-        ref = dict(conn.execute(select(messages.c.message_id, messages.c.source_ref)).all())
+        rows = conn.execute(select(messages.c.message_id, messages.c.source_ref, messages.c.text)).all()
+    ref = {r.message_id: r.source_ref for r in rows}
+    said = {r.source_ref: set(tokenize(r.text)) for r in rows}
     with store.staging.connect() as conn:
         evidence = {
             (r.type, ref[r.message_id]): r.concept_id
@@ -336,9 +338,11 @@ def test_a_concepts_lexical_document_holds_its_evidence_in_context(home, tmp_pat
         return dict(zip(concepts.ids, concepts.scores(tokenize(words)), strict=True))
 
     # the goal's message (m1) says nothing of a trip; the reply after it (m2) does, in the goal's conversation
-    assert not {"great", "trip"} & set(tokenize("I want to visit Porto again next year."))
+    trip, lovely = set(tokenize("great trip")), set(tokenize("lovely"))
+    assert trip and not trip & said["m1"] and trip <= said["m2"]
     assert score("great trip")[goal] > 0 and score("great trip")[event] == 0
-    assert score("lovely")[event] > 0 and score("lovely")[goal] == 0  # m4, after the event's m3
+    assert lovely and not lovely & said["m3"] and lovely <= said["m4"]  # m4 answers the event's m3
+    assert score("lovely")[event] > 0 and score("lovely")[goal] == 0
 
 
 def _dana_in_porto(home, tmp_path):
