@@ -4,15 +4,21 @@ The first stage after `segments` in the run starts it — `extraction` (the offl
 Python, an LLM teacher mostly waits), else `canonical_concepts` (the loop is the longest stage before `topics`
 and `indexes`, and the local embedder runs one torch thread). It embeds the topics stage's segment chunks
 (last first, meeting the stage in the middle), then the turns the messages family embeds from their own text
-(computed on the thread), each only when the run also materialises that stage; with `topics` in the run,
-umap is imported beside it too. Not with one core (it would only compete with the loop) and
+(computed on the thread), each only when the run also materialises that stage. With `topics` in the run,
+umap is imported beside it once the prefetch computes a segment vector the cache did not have: segments
+the topics stage has not clustered. Not with one core (it would only compete with the loop) and
 not without the embedding cache (it would throw its vectors away).
+
+The model is loaded by the prefetch's first vector that is not cached, not at the run's start: an unchanged
+corpus re-materialised in a fresh process (the CLI) found every vector cached and had paid ~8 s of CPU
+loading torch, the model and umap beside Dagster's own work, for nothing to embed.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Iterator
 
 import dagster as dg
 
@@ -61,10 +67,12 @@ def start_build_prefetch(
     if (os.cpu_count() or 1) < 2 or not embeddings.use_cache:
         return None
     calls, what = [], []
+    embedder = embeddings.cached_embedder(store.home)
     if run_materializes(context, "topics"):
         segment_calls = segment_vector_calls(store)
         if _reduces_with_umap(context, sum(map(len, segment_calls))):
-            start_loading_umap(numba_cache_dir(store.home.cache_dir))
+            cache = numba_cache_dir(store.home.cache_dir)
+            segment_calls = _umap_once_computing(segment_calls, embedder, lambda: start_loading_umap(cache))
         calls.append(segment_calls)
         what.append("segment vectors")
     mode = _message_vectors(context)
@@ -72,8 +80,8 @@ def start_build_prefetch(
         calls.append(own_text_message_calls(store, own_text_when_shared=mode == "mixed"))
         what.append("own-text turn vectors")
     if not calls:
+        embedder.cache.close()
         return None
-    embedder = embeddings.cached_embedder(store.home)
     prefetch = EmbeddingPrefetch(
         embedder, itertools.chain.from_iterable(calls), "build-vector-prefetch"
     ).start()
@@ -81,3 +89,16 @@ def start_build_prefetch(
         f"{store.name}: {' and '.join(what)} are being embedded ahead of the stages that use them"
     )
     return prefetch
+
+
+def _umap_once_computing(
+    calls: list[list[str]], embedder, start: Callable[[], object]
+) -> Iterator[list[str]]:
+    """`calls`, as the prefetch embeds them; `start` runs after the first call the cache could not answer
+    whole (the prefetch goes last first: new segments come first)."""
+    started = False
+    for texts in calls:
+        yield texts
+        if not started and embedder.stats.computed:
+            started = True
+            start()

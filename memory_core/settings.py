@@ -61,6 +61,12 @@ NUMBA_CACHE_DIR = Setting(
     "so its compile is paid once, not in every process",
 )
 # an OpenAI-compatible endpoint ------------------------------------------------------------------------------
+MEMORY_OS_EMBED_PRECISION = Setting(
+    "MEMORY_OS_EMBED_PRECISION",
+    "arithmetic of the local model's dense layers when a build embeds: float32 | bfloat16 | auto (bfloat16 "
+    "where the CPU computes it natively); the embeddings resource's `precision` wins",
+    "auto",
+)
 OPENAI_API_KEY = Setting(
     "OPENAI_API_KEY",
     "key of the OpenAI-compatible endpoint: the LLM teacher and optional LLM stages run when it is set; "
@@ -127,6 +133,7 @@ SETTINGS: tuple[Setting, ...] = (
     DAGSTER_HOME,
     DAGSTER_PG_URL,
     NUMBA_CACHE_DIR,
+    MEMORY_OS_EMBED_PRECISION,
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
     OPENAI_MODEL,

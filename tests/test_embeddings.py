@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -500,12 +501,12 @@ def test_pipeline_runtime_vectors_match_sentence_transformers(tmp_path):
 
     texts = QUERY_RUNTIME_TEXTS + [f"Turn {i}: " + "we talked about the garden " * i for i in range(1, 40)]
     reference = SentenceTransformerEmbedder(batch_size=8).embed(texts)
-    pipeline = build_embedder(EmbedderSpec("local"), batch_size=5)
+    pipeline = build_embedder(EmbedderSpec("local"), batch_size=5, precision="float32")
     assert isinstance(pipeline, TorchBertEmbedder) and pipeline.spec() == SentenceTransformerEmbedder().spec()
     vectors = pipeline.embed(texts)
     assert vectors.shape == reference.shape == (len(texts), 384)
     assert float(np.abs(vectors - reference).max()) < 1e-5
-    same_batches = build_embedder(EmbedderSpec("local"), batch_size=8).embed(texts)
+    same_batches = build_embedder(EmbedderSpec("local"), batch_size=8, precision="float32").embed(texts)
     np.testing.assert_array_equal(same_batches, reference)  # bit for bit: the topic tuner feels 1e-7
     one_by_one = np.concatenate([pipeline.embed([t]) for t in texts[:8]])
     assert float(np.abs(one_by_one - vectors[:8]).max()) < 1e-5  # padding in a batch changes nothing
@@ -552,39 +553,17 @@ def test_chunked_embedding_keeps_each_text_s_row_on_two_threads_in_calls_of_one_
         cached.cache.close()
 
 
-def test_a_run_s_local_embedder_is_warmed_at_its_start_and_a_failed_warm_up_raises_nothing(monkeypatch):
-    """The resource starts loading the local model when a run starts (with a core to spare), on a thread,
-    so the stages before the first one that embeds overlap the load; the hashing one has nothing to load."""
-    import os
-
+def test_a_run_s_start_loads_no_model_only_the_hub_s_offline_variables(monkeypatch):
+    """The model loads with the first vector the cache does not have (an unchanged corpus never loads it);
+    a run's start only writes the hub's variables, before any thread that may load it runs."""
     import dagster as dg
 
-    import memory_resources.embeddings as resource_module
-    from memory_core.embeddings import HashingEmbedder
-    from memory_core.embeddings.prefetch import start_warming
-    from memory_resources.embeddings import EmbeddingsResource
+    from memory_core.embeddings import bert_torch
+    from memory_core.settings import HF_HUB_OFFLINE
 
-    warmed = []
-
-    class Loading(HashingEmbedder):
-        def warm(self):
-            warmed.append(threading.current_thread().name)
-
-    class Failing(HashingEmbedder):
-        def warm(self):
-            raise OSError("no model here")
-
-    start_warming(Loading(8)).join(10)
-    start_warming(Failing(8)).join(10)  # left to the first embed to report
-    assert warmed == ["embedder-warm-up"]
-
-    started = []
-    monkeypatch.setattr(resource_module, "start_warming", lambda embedder: started.append(embedder))
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    loads = []
+    monkeypatch.setattr(bert_torch, "_encoder", lambda *args: loads.append(args))
+    monkeypatch.delenv(HF_HUB_OFFLINE.name, raising=False)
     for provider in ("local", "hashing"):
-        resource = EmbeddingsResource(provider=provider)
-        resource.setup_for_execution(dg.build_init_resource_context())
-    assert [type(e).__name__ for e in started] == ["TorchBertEmbedder"]
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one core: the load would only compete
-    EmbeddingsResource().setup_for_execution(dg.build_init_resource_context())
-    assert len(started) == 1
+        EmbeddingsResource(provider=provider).setup_for_execution(dg.build_init_resource_context())
+    assert loads == [] and os.environ.get(HF_HUB_OFFLINE.name) == "1"

@@ -5,7 +5,9 @@ same run (issue 19: build ≤ 2× the floor; an unchanged re-materialisation ≤
         [--haystacks 3 | --question-ids A,B,C] [--repeats 1] [--baseline-code /path/to/other/checkout]
 
 The floor: embedding the haystack's turns with the same MiniLM model, already loaded, batch 32 (this process,
-untimed model load). The build: a fresh process (`--worker`) that builds the haystack into a fresh memory home
+untimed model load; float32, sentence-transformers' own arithmetic, whatever the build uses). Where the
+build's arithmetic is not float32 (`MEMORY_OS_EMBED_PRECISION`, bfloat16 by default where the CPU has it),
+the same turns embedded at that arithmetic are a second floor, reported beside the first. The build: a fresh process (`--worker`) that builds the haystack into a fresh memory home
 with every asset of the code location through the project's runner — the way `memory-os materialize` runs,
 imports and the model's load included — then materialises it again unchanged. Its wall time, per-asset
 seconds (Dagster's step events) and the topic tuner's figures come back as JSON. Fresh homes share one numba
@@ -236,12 +238,25 @@ def floor_seconds(embedder, texts: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def _build_arithmetic(embedder: str):
+    """The build's own runtime at its arithmetic, loaded, when that arithmetic is not the floor's float32."""
+    if embedder != "minilm":
+        return None
+    from memory_core.embeddings import TorchBertEmbedder
+
+    runtime = TorchBertEmbedder(batch_size=32)
+    if runtime.precision == "float32":
+        return None
+    runtime.embed(["warm up"])
+    return runtime
+
+
 def _median(values) -> float:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
 
 
-def report(name: str, floors: list[float], builds: list[dict]) -> None:
+def report(name: str, floors: list[float], builds: list[dict], same_arithmetic: list[float]) -> None:
     floor = _median(floors)
     wall = _median(b["wall_seconds"] for b in builds)
     run = _median(b["build_seconds"] for b in builds)
@@ -251,6 +266,10 @@ def report(name: str, floors: list[float], builds: list[dict]) -> None:
         f"alone {run:.1f}s = {run / floor:.2f}x); unchanged re-materialisation {rebuild:.1f}s = "
         f"{rebuild / run:.3f}x the run"
     )
+    if same_arithmetic:
+        print(
+            f"  [{name}] build = {wall / _median(same_arithmetic):.2f}x the floor at the build's arithmetic"
+        )
     stages = {s: _median(b["stages"].get(s) for b in builds) for s in STAGES_SHOWN}
     for stage, seconds in stages.items():
         print(f"  [{name}] {stage}: median {seconds:.2f}s")
@@ -290,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         SentenceTransformerEmbedder(batch_size=32) if args.embedder == "minilm" else HashingEmbedder(256)
     )
     embedder.embed(["warm up"])  # the floor's model is loaded beforehand, untimed
+    arithmetic = _build_arithmetic(args.embedder)
     with tempfile.TemporaryDirectory(prefix="memory-os-numba-") as numba:
         if args.embedder == "minilm":  # (hashing: tests' tiny haystacks take the small-input paths, no UMAP)
             print(
@@ -300,9 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         for haystack in chosen:
             texts = [t.text for t in haystack.turns]
             floors: list[float] = []
+            same_arithmetic: list[float] = []
             builds: dict[str, list[dict]] = {name: [] for name in codes}
             for _ in range(args.repeats):
                 floors.append(floor_seconds(embedder, texts))
+                if arithmetic is not None:
+                    same_arithmetic.append(floor_seconds(arithmetic, texts))
                 for name, root in codes.items():
                     builds[name].append(
                         run_worker(
@@ -314,14 +337,21 @@ def main(argv: list[str] | None = None) -> int:
                         )
                     )
                 floors.append(floor_seconds(embedder, texts))  # before and after: the load both saw
+                if arithmetic is not None:
+                    same_arithmetic.append(floor_seconds(arithmetic, texts))
             print(
                 f"haystack {haystack.haystack_id}: {len(texts)} turns, {sum(map(len, texts))} chars; floor "
                 f"(embedding its turns, {embedder.model_name}, batch 32, model loaded) median "
-                f"{_median(floors):.1f}s of {len(floors)}",
+                f"{_median(floors):.1f}s of {len(floors)}"
+                + (
+                    f"; at the build's arithmetic ({arithmetic.precision}) {_median(same_arithmetic):.1f}s"
+                    if arithmetic is not None
+                    else ""
+                ),
                 flush=True,
             )
             for name in codes:
-                report(name, floors, builds[name])
+                report(name, floors, builds[name], same_arithmetic)
             if "baseline" in codes:
                 same = {
                     table: builds["this"][-1]["identity"].get(table) == digest

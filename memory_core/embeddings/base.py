@@ -59,6 +59,11 @@ class Embedder(ABC):
         """Load what the first `embed` would load (a local model); nothing for the others."""
         return None
 
+    def vector_key(self) -> str:
+        """What its vectors are cached under: the model, and the arithmetic when it is not the model's own
+        (`memory_core.embeddings.precision`)."""
+        return self.model_name
+
 
 def l2_normalise(matrix: np.ndarray, in_place: bool = False) -> np.ndarray:
     """Rows scaled to unit length (a zero row stays zero); `in_place`: into a float32 `matrix` itself, for

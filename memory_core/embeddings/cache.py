@@ -179,6 +179,7 @@ class CachedEmbedder(Embedder):
         self.inner = inner
         self.cache = cache
         self.model_name = inner.model_name
+        self.key = inner.vector_key()  # the cache's model column
         self.stats = CacheStats()
         self._stats_lock = threading.Lock()  # a stage may embed its chunks on two threads
 
@@ -189,10 +190,13 @@ class CachedEmbedder(Embedder):
     def spec(self) -> EmbedderSpec:
         return self.inner.spec()
 
+    def vector_key(self) -> str:
+        return self.key
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         started = time.perf_counter()
         hashes = [sha256_text(t) for t in texts]
-        found = self.cache.get_many(self.model_name, hashes)
+        found = self.cache.get_many(self.key, hashes)
         missing: dict[str, str] = {}
         for key, text in zip(hashes, texts, strict=True):
             if key not in found and key not in missing:
@@ -201,18 +205,18 @@ class CachedEmbedder(Embedder):
         if missing:
             call = (
                 str(self.cache.path),
-                self.model_name,
+                self.key,
                 hashlib.sha256("".join(missing).encode()).hexdigest(),
             )
             with _IN_FLIGHT.claim(call) as elsewhere:
                 if elsewhere is None:  # (a call that just ended may have stored them: look once more)
-                    found.update(self.cache.get_many(self.model_name, list(missing)))
+                    found.update(self.cache.get_many(self.key, list(missing)))
                     missing = {k: t for k, t in missing.items() if k not in found}
                     if missing:
                         compute_seconds, computed = self._compute(missing, found), len(missing)
             if elsewhere is not None:
                 elsewhere.wait(_WAIT_S)  # (a call that outlives it is computed here too)
-                found.update(self.cache.get_many(self.model_name, list(missing)))
+                found.update(self.cache.get_many(self.key, list(missing)))
                 rest = {k: t for k, t in missing.items() if k not in found}  # (the other call failed)
                 if rest:
                     compute_seconds, computed = self._compute(rest, found), len(rest)
@@ -234,6 +238,6 @@ class CachedEmbedder(Embedder):
         vectors = _embed_reporting(self.inner, list(missing.values()))
         seconds = time.perf_counter() - t0
         items = list(zip(missing.keys(), vectors, strict=True))
-        self.cache.put_many(self.model_name, items)  # written before it is used
+        self.cache.put_many(self.key, items)  # written before it is used
         found.update(items)
         return seconds

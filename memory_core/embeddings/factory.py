@@ -33,8 +33,10 @@ def build_embedder(
     api_key: str | None = None,
     batch_size: int | None = None,
     threads: int | None = None,
+    precision: str | None = None,
 ) -> Embedder:
-    """The provider `spec` describes; `batch_size` and `threads` tune it without changing its vectors."""
+    """The provider `spec` describes; `batch_size` and `threads` tune it without changing its vectors, and
+    `precision` a local BERT model's arithmetic (`memory_core.embeddings.precision`; None: the setting)."""
     if spec.provider == "hashing":
         from memory_core.embeddings.hashing import HashingEmbedder
 
@@ -46,16 +48,18 @@ def build_embedder(
             SentenceTransformerEmbedder,
         )
 
-        local = SentenceTransformerEmbedder
-        if supports(spec.model_path or packaged_model_path()):
-            from memory_core.embeddings.bert_torch import TorchBertEmbedder as local
-        return local(
+        common = dict(
             model_path=spec.model_path,
             model_name=spec.model_name or None,
             batch_size=batch_size or DEFAULT_BATCH_SIZE,
             threads=threads,
             max_seq_length=spec.max_seq_length,
         )
+        if supports(spec.model_path or packaged_model_path()):
+            from memory_core.embeddings.bert_torch import TorchBertEmbedder
+
+            return TorchBertEmbedder(**common, precision=precision)
+        return SentenceTransformerEmbedder(**common)  # float32: sentence-transformers' own arithmetic
     if spec.provider == "openai":
         return _openai(spec, api_key, batch_size)
     raise EmbedderConfigError(

@@ -68,22 +68,3 @@ class EmbeddingPrefetch:
 
     def running(self) -> bool:
         return self._thread.is_alive()
-
-
-def start_warming(embedder: Embedder) -> threading.Thread:
-    """Load `embedder`'s model on a daemon thread (torch and the weights: ~4 s of one core here) while a run's
-    first stages, which embed nothing, go on; a stage that embeds meanwhile waits for the same load (the
-    model is loaded once per process, under a lock). A failed load is left to that stage to report."""
-
-    def load() -> None:
-        try:
-            embedder.warm()
-        except Exception as exc:  # the first embed raises it again, where a run reports it
-            log.warning("loading the embedding model ahead failed (the first embedding retries): %s", exc)
-        finally:
-            atexit.unregister(thread.join)
-
-    thread = threading.Thread(target=load, name="embedder-warm-up", daemon=True)
-    atexit.register(thread.join, 60.0)  # a process that ends first lets the load finish, no longer
-    thread.start()
-    return thread
