@@ -1,8 +1,10 @@
 """The embedder the dense baseline uses: the pipeline's own providers from `memory_core.embeddings`.
 
 `make_embedder("minilm")` is the shared local all-MiniLM-L6-v2 provider (CPU, threads and batch size as the
-pipeline sets them); with a memory home it is wrapped in the shared persistent `CachedEmbedder`, so turn
-vectors are computed once across runs and with the pipeline. `hashing` is for tests only.
+pipeline sets them), sentence-transformers' own float32 vectors; with a memory home it is wrapped in the shared
+persistent `CachedEmbedder`, so turn vectors are computed once across runs, and shared with a pipeline that
+embeds in float32 (one that embeds in bfloat16 keeps its own, `memory_core/embeddings/precision.py`).
+`hashing` is for tests only.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class MemoEmbedder(Embedder):
 
     def spec(self) -> EmbedderSpec:
         return self.inner.spec()
+
+    def vector_key(self) -> str:
+        return self.inner.vector_key()
 
     def for_haystack(self, haystack_id: str) -> MemoEmbedder:
         if haystack_id != self._scope:

@@ -4,21 +4,21 @@ The first stage after `segments` in the run starts it — `extraction` (the offl
 Python, an LLM teacher mostly waits), else `canonical_concepts` (the loop is the longest stage before `topics`
 and `indexes`, and the local embedder runs one torch thread). It embeds the topics stage's segment chunks
 (last first, meeting the stage in the middle), then the turns the messages family embeds from their own text
-(computed on the thread), each only when the run also materialises that stage. With `topics` in the run,
-umap is imported beside it once the prefetch computes a segment vector the cache did not have: segments
-the topics stage has not clustered. Not with one core (it would only compete with the loop) and
-not without the embedding cache (it would throw its vectors away).
+(computed on the thread), each only when the run also materialises that stage; the segment vectors (and
+umap's import beside them) only when the topics stage has not clustered these very segments already
+(`clustered_unchanged`: it will reuse its build and embed nothing). Not with one core (it would only
+compete with the loop) and not without the embedding cache (it would throw its vectors away).
 
-The model is loaded by the prefetch's first vector that is not cached, not at the run's start: an unchanged
-corpus re-materialised in a fresh process (the CLI) found every vector cached and had paid ~8 s of CPU
-loading torch, the model and umap beside Dagster's own work, for nothing to embed.
+The model is loaded by the first vector that is not cached, not at the run's start: an unchanged corpus
+re-materialised in a fresh process (the CLI) had paid ~8 s of CPU loading torch, the model and umap beside
+Dagster's own work, for nothing to embed. Segments already clustered are not embedded ahead even when the
+cache lacks their vectors (the embedding arithmetic changed since, `memory_core/embeddings/precision.py`).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
 
 import dagster as dg
 
@@ -26,6 +26,7 @@ from memory_assets.common import run_materializes
 from memory_core.embeddings.prefetch import EmbeddingPrefetch
 from memory_core.store.db import CorpusStore
 from memory_core.topics.prefetch import segment_vector_calls
+from memory_core.topics.stage import clustered_unchanged
 from memory_core.topics.tuner import TunerConfig, choose_reduction
 from memory_core.topics.umap_loader import numba_cache_dir, start_loading_umap
 from memory_core.vector_index.families import own_text_message_calls
@@ -67,12 +68,12 @@ def start_build_prefetch(
     if (os.cpu_count() or 1) < 2 or not embeddings.use_cache:
         return None
     calls, what = [], []
-    embedder = embeddings.cached_embedder(store.home)
-    if run_materializes(context, "topics"):
+    if run_materializes(context, "topics") and not clustered_unchanged(
+        store, embeddings.embedder().model_name
+    ):
         segment_calls = segment_vector_calls(store)
         if _reduces_with_umap(context, sum(map(len, segment_calls))):
-            cache = numba_cache_dir(store.home.cache_dir)
-            segment_calls = _umap_once_computing(segment_calls, embedder, lambda: start_loading_umap(cache))
+            start_loading_umap(numba_cache_dir(store.home.cache_dir))
         calls.append(segment_calls)
         what.append("segment vectors")
     mode = _message_vectors(context)
@@ -80,8 +81,8 @@ def start_build_prefetch(
         calls.append(own_text_message_calls(store, own_text_when_shared=mode == "mixed"))
         what.append("own-text turn vectors")
     if not calls:
-        embedder.cache.close()
         return None
+    embedder = embeddings.cached_embedder(store.home)
     prefetch = EmbeddingPrefetch(
         embedder, itertools.chain.from_iterable(calls), "build-vector-prefetch"
     ).start()
@@ -89,16 +90,3 @@ def start_build_prefetch(
         f"{store.name}: {' and '.join(what)} are being embedded ahead of the stages that use them"
     )
     return prefetch
-
-
-def _umap_once_computing(
-    calls: list[list[str]], embedder, start: Callable[[], object]
-) -> Iterator[list[str]]:
-    """`calls`, as the prefetch embeds them; `start` runs after the first call the cache could not answer
-    whole (the prefetch goes last first: new segments come first)."""
-    started = False
-    for texts in calls:
-        yield texts
-        if not started and embedder.stats.computed:
-            started = True
-            start()

@@ -60,13 +60,13 @@ NUMBA_CACHE_DIR = Setting(
     "where numba keeps compiled kernels (read by numba too); unset: `<memory home>/cache/numba` for UMAP's, "
     "so its compile is paid once, not in every process",
 )
-# an OpenAI-compatible endpoint ------------------------------------------------------------------------------
 MEMORY_OS_EMBED_PRECISION = Setting(
     "MEMORY_OS_EMBED_PRECISION",
     "arithmetic of the local model's dense layers when a build embeds: float32 | bfloat16 | auto (bfloat16 "
     "where the CPU computes it natively); the embeddings resource's `precision` wins",
     "auto",
 )
+# an OpenAI-compatible endpoint ------------------------------------------------------------------------------
 OPENAI_API_KEY = Setting(
     "OPENAI_API_KEY",
     "key of the OpenAI-compatible endpoint: the LLM teacher and optional LLM stages run when it is set; "

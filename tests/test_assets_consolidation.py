@@ -185,23 +185,3 @@ def test_umap_is_imported_ahead_only_for_a_run_whose_topics_fit_umap():
     assert _reduces_with_umap(run({"reduction": "umap"}), 40) and not _reduces_with_umap(run({"reduction": "umap"}), 5)
     assert _reduces_with_umap(run({"umap_min_points": 20}), 40)
     assert not _reduces_with_umap(run({"reduction": "nonsense"}), 759)
-
-
-def test_umap_is_imported_ahead_once_the_prefetch_computes_a_segment_vector(home):
-    """A segment vector the cache lacks means segments the topics stage has not clustered: only then is umap
-    imported beside the loop (an unchanged corpus's re-materialisation finds every vector cached)."""
-    from memory_assets.prefetch import _umap_once_computing
-    from memory_core.embeddings import CachedEmbedder, EmbeddingCache, HashingEmbedder
-    from memory_core.embeddings.prefetch import EmbeddingPrefetch
-
-    def prefetch(calls):
-        started: list[int] = []
-        embedder = CachedEmbedder(HashingEmbedder(16), EmbeddingCache.for_home(home))
-        ahead = _umap_once_computing(calls, embedder, lambda: started.append(embedder.stats.computed))
-        EmbeddingPrefetch(embedder, ahead).start().join(30)
-        return started
-
-    segments = [["Dana: I adopted a dog, Max", "Max digs up the tomato beds"], ["We ran the Berlin marathon"]]
-    assert prefetch(segments) == [2]  # after the first call that computed, once
-    assert prefetch(segments) == []  # unchanged: every vector cached, umap not imported
-    assert prefetch([["Dana: Max learned to sit"], *segments]) == [1]  # a new segment (last first)

@@ -106,12 +106,18 @@ def test_bfloat16_vectors_are_float32_s_to_a_cosine_of_1e_4_and_keep_their_neigh
     assert float((half * full).sum(axis=1).min()) > 0.9999
     np.testing.assert_allclose(np.linalg.norm(half, axis=1), 1.0, atol=1e-5)
 
-    # each text's nearest other text is the same in both (what retrieval and the topic graph read)
-    def nearest(v):
+    # each text's nearest other text is the same in both (what retrieval and the topic graph read), where
+    # float32 leaves a margin wider than bfloat16's drift (~1e-3 in a similarity): not a near-tie
+    def similarities(v):
         similarity = v @ v.T
         np.fill_diagonal(similarity, -2.0)
-        return similarity.argmax(axis=1).tolist()
+        return similarity
 
-    assert nearest(half) == nearest(full)
+    full_sim, half_sim = similarities(full), similarities(half)
+    assert float(np.abs(half_sim - full_sim).max()) < 2e-3
+    top2 = np.sort(full_sim, axis=1)[:, -2:]
+    clear = np.flatnonzero(top2[:, 1] - top2[:, 0] > 4e-3)
+    assert len(clear) >= len(TEXTS) - 3
+    np.testing.assert_array_equal(half_sim[clear].argmax(axis=1), full_sim[clear].argmax(axis=1))
     one_by_one = np.concatenate([TorchBertEmbedder(precision="bfloat16").embed([t]) for t in TEXTS[:4]])
     assert float((one_by_one * half[:4]).sum(axis=1).min()) > 0.9999  # padding in a batch changes ~nothing

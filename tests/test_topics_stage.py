@@ -7,12 +7,13 @@ from datetime import datetime
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 
 from memory_core.embeddings import HashingEmbedder
 from memory_core.errors import MemoryOSError
 from memory_core.ids import sha256_json, stable_uuid
 from memory_core.llm.base import LLMClient, StructuredRequest, StructuredResult
+from memory_core.store.db import utcnow
 from memory_core.store.schema import (
     anchor_entities,
     domains,
@@ -260,6 +261,23 @@ def test_topic_map_picture(store, tmp_path):
     assert sum(r["segments"] for r in legend) == len(labels)
     assert legend[-1]["label"] == "noise" if (labels < 0).any() else legend[-1]["label"] != "noise"
     assert {r["domain"] for r in legend} == {"—"}  # no domains built yet
+
+
+def test_segments_already_clustered_are_not_embedded_ahead(store):
+    """What a run's prefetch asks (memory_assets/prefetch.py): the segments the last build clustered, with
+    this model, need no vectors ahead: the stage reuses its build (a changed arithmetic's empty cache aside)."""
+    from memory_core.topics.stage import clustered_unchanged
+
+    assert not clustered_unchanged(store, EMBEDDER.model_name)  # never clustered
+    build_topics(store, EMBEDDER, CONFIG, Describer(), run_id="r1")
+    assert clustered_unchanged(store, EMBEDDER.model_name)
+    assert not clustered_unchanged(store, "another-model")
+    with store.staging.begin() as conn:  # a re-cut retires a segment
+        first = conn.execute(select(segments.c.segment_id).order_by(segments.c.segment_id).limit(1)).scalar_one()
+        conn.execute(update(segments).where(segments.c.segment_id == first).values(superseded_at=utcnow()))
+    assert not clustered_unchanged(store, EMBEDDER.model_name)
+    assert build_topics(store, EMBEDDER, CONFIG, Describer(), run_id="r2").status == "built"
+    assert clustered_unchanged(store, EMBEDDER.model_name)
 
 
 def test_a_new_conversation_rebuilds_and_retires_stale_links(store):

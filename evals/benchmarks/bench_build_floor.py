@@ -350,8 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 flush=True,
             )
-            for name in codes:
-                report(name, floors, builds[name], same_arithmetic)
+            for name in codes:  # (the baseline checkout's arithmetic is not known here: its ratio alone)
+                report(name, floors, builds[name], same_arithmetic if name == "this" else [])
             if "baseline" in codes:
                 same = {
                     table: builds["this"][-1]["identity"].get(table) == digest

@@ -45,10 +45,11 @@ RUNTIMES = {
     "product": None,
     # the read side before the read cache: every part loaded from the stores
     "no read cache (baseline)": "import memory_query.read_cache as c\nc.load_part = lambda *a, **k: None\n",
-    # before the numpy runtime: queries embedded by the pipeline's torch provider
+    # before the numpy runtime: queries embedded by the pipeline's torch provider (in float32, as then)
     "torch queries (baseline)": (
         "import memory_core.embeddings as e, memory_core.embeddings.factory as f\n"
-        "e.build_query_embedder = lambda spec, api_key=None: f.build_embedder(spec, api_key=api_key)\n"
+        "e.build_query_embedder = lambda spec, api_key=None: "
+        "f.build_embedder(spec, api_key=api_key, precision='float32')\n"
     ),
 }
 

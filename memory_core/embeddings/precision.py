@@ -1,5 +1,6 @@
 """The arithmetic of the local model's dense layers: `float32` (sentence-transformers' own vectors) or
-`bfloat16` (the dense layers' products on bfloat16 inputs, accumulated in float32; `bert_torch`).
+`bfloat16` (the dense layers' products on bfloat16 inputs, accumulated in float32 and rounded to bfloat16;
+`bert_torch` says which parts stay float32).
 
 Measured on the 2-core machine (AMD EPYC with AVX512-BF16), 400 LongMemEval turns, one thread: a pass of
 the model in float32 19.6-22.3 s, in bfloat16 10.8-13.0 s; the two sets of vectors agree to a cosine of
@@ -8,7 +9,9 @@ the model in float32 19.6-22.3 s, in bfloat16 10.8-13.0 s; the two sets of vecto
 
 The embedding cache keeps the two apart (`precision_key`): a vector is served only to the arithmetic that
 computed it. The model's identity (`model_name`: index metadata, the topic stage's input) is the same in
-both, as it is across thread counts and batch sizes, which move vectors too (by ~1e-7).
+both, as it is across thread counts and batch sizes, which move vectors too (by ~1e-7): a topics build or a
+vector index made in one arithmetic is reused by the other, and an index grown across a change holds
+vectors of both.
 """
 
 from __future__ import annotations

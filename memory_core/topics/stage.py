@@ -98,6 +98,26 @@ def load_segments(store: CorpusStore) -> list[_Segment]:
     return [_Segment(*r) for r in rows]
 
 
+def clustered_unchanged(store: CorpusStore, model_name: str) -> bool:
+    """Whether the corpus's last topics build clustered exactly its current segments with `model_name`'s
+    vectors: the stage then reuses it (unless its configuration changed) and embeds nothing, so nothing need
+    be embedded ahead for it (memory_assets/prefetch.py)."""
+    with store.staging.connect() as conn:
+        ids = list(
+            conn.execute(
+                select(segments.c.segment_id)
+                .where(segments.c.superseded_at.is_(None))
+                .order_by(segments.c.segment_id)
+            ).scalars()
+        )
+        build = latest_build(conn, STAGE)
+    return build is not None and build["input_sha256"] == _input_sha(model_name, ids)
+
+
+def _input_sha(model_name: str, segment_ids: list[str]) -> str:
+    return sha256_json([model_name, segment_ids])
+
+
 def warm_start_for(store: CorpusStore, input_sha: str) -> list[dict]:
     """The tuner's warm-start points: the parameters the corpus's last topics build chose — or, when that
     build had this very input (a forced rebuild), the points it started from, so it comes out identical."""
@@ -134,7 +154,7 @@ def build_topics(
     started = time.perf_counter()
     say = log or (lambda _m: None)
     segs = load_segments(store)
-    input_sha = sha256_json([embedder.model_name, [s.segment_id for s in segs]])
+    input_sha = _input_sha(embedder.model_name, [s.segment_id for s in segs])
     config_dict = {
         **config.hashed(),
         "describer": describer.identity(),
