@@ -561,13 +561,15 @@ def test_a_run_s_start_loads_no_model_only_the_hub_s_offline_variables(monkeypat
     from memory_core.embeddings import bert_torch
     from memory_core.settings import HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE
 
-    def load(*args):
-        raise AssertionError("a run's start loaded the model")
-
-    monkeypatch.setattr(bert_torch, "_encoder", load)
+    loads = []
+    monkeypatch.setattr(bert_torch, "_encoder", lambda *args: loads.append(args))
     for name in (HF_HUB_OFFLINE.name, TRANSFORMERS_OFFLINE.name):
         monkeypatch.setenv(name, "x")  # (so that monkeypatch restores the test process's own value)
         monkeypatch.delenv(name)
+    before = set(threading.enumerate())
     for provider in ("local", "hashing"):
         EmbeddingsResource(provider=provider).setup_for_execution(dg.build_init_resource_context())
+    for started in set(threading.enumerate()) - before:  # a load on a thread of its own counts too
+        started.join(10)
+    assert loads == []
     assert os.environ.get(HF_HUB_OFFLINE.name) == os.environ.get(TRANSFORMERS_OFFLINE.name) == "1"

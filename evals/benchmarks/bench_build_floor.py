@@ -7,9 +7,10 @@ same run (issue 19: build ≤ 2× the floor; an unchanged re-materialisation ≤
 The floor: embedding the haystack's turns with the same MiniLM model, already loaded, batch 32 (this process,
 untimed model load; float32, sentence-transformers' own arithmetic, whatever the build uses). Where the
 build's arithmetic is not float32 (`MEMORY_OS_EMBED_PRECISION`, bfloat16 by default where the CPU has it),
-the same turns embedded at that arithmetic are a second floor, reported beside the first. The build: a fresh process (`--worker`) that builds the haystack into a fresh memory home
-with every asset of the code location through the project's runner — the way `memory-os materialize` runs,
-imports and the model's load included — then materialises it again unchanged. Its wall time, per-asset
+the same turns embedded at that arithmetic are a second floor, reported beside the first. The build: a
+fresh process (`--worker`) that builds the haystack into a fresh memory home with every asset of the code
+location through the project's runner — the way `memory-os materialize` runs, imports and the model's load
+included — then materialises it again unchanged. Its wall time, per-asset
 seconds (Dagster's step events) and the topic tuner's figures come back as JSON. Fresh homes share one numba
 cache folder (linked as `<home>/cache/numba`), compiled by an untimed first build: a user's machine compiles
 UMAP's kernels once, not per corpus (the first compile is printed separately). The embedding cache is the

@@ -55,10 +55,6 @@ class Embedder(ABC):
     def spec(self) -> EmbedderSpec:
         """How to rebuild this embedder (see `EmbedderSpec`)."""
 
-    def warm(self) -> None:
-        """Load what the first `embed` would load (a local model); nothing for the others."""
-        return None
-
     def vector_key(self) -> str:
         """What its vectors are cached under: the model, and the arithmetic when it is not the model's own
         (`memory_core.embeddings.precision`)."""

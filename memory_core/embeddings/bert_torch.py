@@ -51,8 +51,8 @@ class TorchBertEncoder(BertEncoder):
         # copied out of the read-only memory map (torch wants writable memory): ~90 MB for MiniLM
         self.tensors = {name: torch.from_numpy(np.array(t)) for name, t in self.weights.items()}
         del self.weights
-        # bfloat16: the encoder's dense weights (and the biases of the wide layers, which add in bfloat16)
-        # beside their float32 originals (+~20 MB)
+        # bfloat16: the encoder's dense weights and biases beside their float32 originals (+~20 MB); a layer
+        # adds its float32 bias, except the wide one, whose output stays bfloat16 (`_linear`)
         self.dense_bf16, self.bias_bf16 = {}, {}
         if self.precision == BFLOAT16:
             for name, t in self.tensors.items():
@@ -187,9 +187,6 @@ class TorchBertEmbedder(BertFolderEmbedder):
             with _LOAD:
                 self._encoder = _encoder(str(self.folder), self.max_seq_length, self.threads, self.precision)
         return self._encoder
-
-    def warm(self) -> None:
-        self._load()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

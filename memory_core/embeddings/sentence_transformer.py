@@ -90,9 +90,6 @@ class SentenceTransformerEmbedder(Embedder):
                 self.dim = int(self._model.get_embedding_dimension())
         return self._model
 
-    def warm(self) -> None:
-        self._load()
-
     def spec(self) -> EmbedderSpec:
         if not self.dim:
             self._load()  # a custom model's size is known once it is loaded
