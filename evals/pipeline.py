@@ -40,9 +40,13 @@ def pipeline_corpus_builder(
 
         runner = CorpusRunner(home, memory_instance(home))
 
+    planned: dict[str, list] = {}  # a haystack's sources, planned once (planning reads the whole data file)
+
     def build(haystack: Haystack) -> PipelineCorpus:
         name = eval_corpus_name(benchmark, haystack.haystack_id)
-        runner.register(plan_corpora(name, data_path, benchmark, record_id=haystack.haystack_id))
+        if name not in planned:
+            planned[name] = plan_corpora(name, data_path, benchmark, record_id=haystack.haystack_id)
+        runner.register(planned[name])
         run = runner.materialize(name)
         if not run.success:
             raise EvalBuildError(

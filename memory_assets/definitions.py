@@ -1,5 +1,5 @@
-"""The code location: every stage's assets, checks, jobs, schedules and sensors, and the resources they
-share. Global policy is applied here, once."""
+"""The code location: every stage's assets (each with its contracts as asset checks), jobs, schedules and
+sensors, and the resources they share. Global policy is applied here, once."""
 
 from __future__ import annotations
 
@@ -8,24 +8,17 @@ import dagster as dg
 from memory_assets.catalog import CodeVersions, column_schema
 from memory_assets.common import preview_quiet
 from memory_assets.consolidation import assets as consolidation_assets
-from memory_assets.consolidation import checks as consolidation_checks
 from memory_assets.extraction import assets as extraction_assets
-from memory_assets.extraction import checks as extraction_checks
 from memory_assets.gardener import assets as gardener_assets
-from memory_assets.gardener import checks as gardener_checks
 from memory_assets.gardener.jobs import gardener_apply_job, gardener_triage_job
 from memory_assets.gardener.schedules import gardener_nightly
 from memory_assets.ingestion import assets as ingestion_assets
-from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor
 from memory_assets.jobs import build_corpus_job
 from memory_assets.read_side import assets as read_side_assets
-from memory_assets.read_side import checks as read_side_checks
 from memory_assets.revision import assets as revision_assets
-from memory_assets.revision import checks as revision_checks
 from memory_assets.run_health import dead_run_reaper
 from memory_assets.topics import assets as topics_assets
-from memory_assets.topics import checks as topics_checks
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
 from memory_resources.llm import LLMResource
@@ -40,15 +33,6 @@ ASSET_MODULES = [
     read_side_assets,
     gardener_assets,
     revision_assets,
-]
-CHECK_MODULES = [
-    ingestion_checks,
-    extraction_checks,
-    consolidation_checks,
-    topics_checks,
-    read_side_checks,
-    gardener_checks,
-    revision_checks,
 ]
 
 
@@ -94,7 +78,6 @@ def build_definitions(resources: dict[str, object] | None = None) -> dg.Definiti
 def _definitions(resources: dict[str, object] | None) -> dg.Definitions:
     return dg.Definitions(
         assets=_versioned(dg.load_assets_from_modules(ASSET_MODULES)),
-        asset_checks=dg.load_asset_checks_from_modules(CHECK_MODULES),
         jobs=[build_corpus_job, gardener_triage_job, gardener_apply_job],
         schedules=[gardener_nightly],
         sensors=[inbox_sensor, corpus_registry_sensor, dead_run_reaper],

@@ -1,8 +1,8 @@
 """The instance's run coordinator: the queued one, plus one rule for runs the UI launches without a corpus.
 
-Every asset and check is partitioned by corpus, but the UI's "Execute all" of an asset's checks launches a run
-without a partition (Dagster then fails every check step: "Cannot access partition_key for a non-partitioned
-run"). Such a run is fanned out instead: one run per registered corpus partition, each with the same
+Every asset and check is partitioned by corpus, but a run can be launched without a partition (a check
+selection from the UI or GraphQL; Dagster then fails every step: "Cannot access partition_key for a
+non-partitioned run"). Such a run is fanned out instead: one run per registered corpus partition, each with the same
 selection, and the unpartitioned run is marked canceled with a message naming them.
 """
 

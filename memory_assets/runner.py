@@ -355,7 +355,7 @@ class _Progress(threading.Thread):
         self.waits = waits
         self.stop = threading.Event()
         self.started: dict[str, float] = {}
-        self.checked: set[str] = set()  # check steps whose evaluation was said
+        self.evaluated: dict[str, list[str]] = {}  # a step's check lines, said after the step's own
 
     def run(self) -> None:
         run_id, cursor = None, None
@@ -368,8 +368,8 @@ class _Progress(threading.Thread):
                 cursor = conn.cursor
                 for record in conn.records:
                     self.waits.on_event(record.event_log_entry)
-                    line = self._line(record.event_log_entry) if self.stream is not None else None
-                    if line:
+                    lines = self._lines(record.event_log_entry) if self.stream is not None else ()
+                    for line in lines:
                         print(line, file=self.stream, flush=True)
                 if not finished:
                     self.waits.tick()
@@ -377,34 +377,30 @@ class _Progress(threading.Thread):
                 return
             self.stop.wait(0.3)
 
-    def _line(self, entry) -> str | None:
+    def _lines(self, entry) -> list[str]:
+        """What an event says: a step's line, then one line per check its asset evaluated (the checks run in
+        the asset's step, so their evaluations come before its success)."""
         event = entry.dagster_event
         if event is None:  # a step's log line: only its progress inside the stage is shown
             message = entry.user_message or ""
-            return (
-                f"    … {message.removeprefix(PROGRESS_PREFIX)}"
-                if message.startswith(PROGRESS_PREFIX)
-                else None
-            )
+            if message.startswith(PROGRESS_PREFIX):
+                return [f"    … {message.removeprefix(PROGRESS_PREFIX)}"]
+            return []
         step = event.step_key or ""
         kind = event.event_type_value
         if kind == "STEP_START":
             self.started[step] = entry.timestamp
-        elif kind == "STEP_SUCCESS" and step not in self.checked:
-            return f"  ✓ {step} ({entry.timestamp - self.started.get(step, entry.timestamp):.1f}s)"
+        elif kind == "STEP_SUCCESS":
+            took = entry.timestamp - self.started.get(step, entry.timestamp)
+            return [f"  ✓ {step} ({took:.1f}s)", *self.evaluated.pop(step, [])]
         elif kind == "STEP_FAILURE":
             err = event.step_failure_data.error if event.step_failure_data else None
             message = user_error_message(err) or _last_cause(err)
-            return f"  ✗ {step}: {message}"
+            return [f"  ✗ {step}: {message}", *self.evaluated.pop(step, [])]
         elif kind == "ASSET_CHECK_EVALUATION":
-            # one status per check: its evaluation, not also the success of the step that evaluated it
             data = event.event_specific_data
-            if data is None:
-                return None
-            self.checked.add(step)
-            took = entry.timestamp - self.started.get(step, entry.timestamp)
-            name = f"check {data.check_name} on {data.asset_key.to_user_string()}"
-            if data.passed:
-                return f"  ✓ {name} ({took:.1f}s)"
-            return f"  ! {name} failed ({data.severity.value})"
-        return None
+            if data is not None:
+                name = f"check {data.check_name} on {data.asset_key.to_user_string()}"
+                line = f"    ✓ {name}" if data.passed else f"    ! {name} failed ({data.severity.value})"
+                self.evaluated.setdefault(step, []).append(line)
+        return []

@@ -207,7 +207,7 @@ def test_an_outage_leaves_the_rule_decision_and_a_residual(home, tmp_path, chat_
 
 def _materialize(instance, home, llm: LLMResource):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=dg.AssetSelection.assets("canonical_concepts"),
         instance=instance,
         partition_key="dana",

@@ -22,7 +22,7 @@ RUN_CONFIG = {"ops": {"canonical_concepts": {"config": {"alias_attach_similarity
 
 def _materialize(instance, home, selection, run_config=None):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=selection,
         instance=instance,
         partition_key="dana",

@@ -89,7 +89,7 @@ def _ingest(home, name, path) -> None:
 def _run(instance, home, name, selection, llm: LLMResource, extraction_config: dict | None = None):
     run_config = {"ops": {"extraction": {"config": extraction_config}}} if extraction_config else {}
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=selection,
         instance=instance,
         partition_key=name,

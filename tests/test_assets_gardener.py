@@ -23,7 +23,7 @@ SMALL_TRIAGE = {"config": {"llm_review": False}}
 
 def _materialize(instance, home, selection, ops=None):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=selection,
         instance=instance,
         partition_key="garden",

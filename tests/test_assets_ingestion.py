@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import dagster as dg
@@ -9,9 +10,11 @@ from sqlalchemy import select
 
 from memory_assets.common import report_figures
 from memory_assets.definitions import default_resources, defs
+from memory_assets.ingestion import checks as ingestion_checks
 from memory_assets.ingestion.sensors import corpus_registry_sensor, inbox_sensor, register_from_run_tags
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import plan_corpora, register
+from memory_core.reports import CheckResult
 from memory_core.store.db import MemoryHome
 from memory_core.store.schema import segments
 from memory_resources.storage import MemoryStorage
@@ -23,7 +26,7 @@ INGESTION = dg.AssetSelection.assets("messages", "segments")
 
 def _materialize(instance, home, name):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=INGESTION,
         instance=instance,
         partition_key=name,
@@ -62,6 +65,55 @@ def test_materialize_partition_with_checks(home, instance, tmp_path):
         assert [
             dict(r) for r in conn.execute(select(segments).order_by(segments.c.segment_id)).mappings()
         ] == first
+
+
+def _with_contract(monkeypatch, name, evaluate):
+    """The messages asset's contracts with `name` evaluated by `evaluate` (the spec, blocking, stays)."""
+    patched = tuple(
+        dataclasses.replace(c, evaluate=evaluate) if c.name == name else c for c in ingestion_checks.MESSAGES
+    )
+    monkeypatch.setattr(ingestion_checks, "MESSAGES", patched)
+
+
+def test_a_failed_blocking_contract_keeps_the_write_and_stops_downstream(home, instance, tmp_path, monkeypatch):
+    # the contracts run in the asset's step: a blocking ERROR failure fails that step once its materialisation
+    # is recorded, and the assets downstream do not run
+    register(home, plan_corpora("trips", write_json(tmp_path / "e.json", [chatgpt_conversation("c1")])))
+    instance.add_dynamic_partitions(corpus_partitions.name, ["trips"])
+    _with_contract(monkeypatch, "input_accounting", lambda store: CheckResult(False, {"records_lost": 1}))
+    failed = dg.materialize(
+        list(defs.assets),
+        selection=INGESTION,
+        instance=instance,
+        partition_key="trips",
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root))},
+        raise_on_error=False,
+    )
+    assert not failed.success
+    assert [e.asset_key.path for e in failed.get_asset_materialization_events()] == [["messages"]]
+    evaluations = {e.check_name: e for e in failed.get_asset_check_evaluations()}
+    assert set(evaluations) == {"no_null_timestamps", "no_dangling_parents", "input_accounting"}
+    assert not evaluations["input_accounting"].passed and evaluations["no_null_timestamps"].passed
+    assert evaluations["input_accounting"].metadata["records_lost"].value == 1
+    assert "input_accounting" in str(failed.failure_data_for_node("messages").error.message)
+
+    # a contract that cannot be evaluated fails with its error, the write standing as well
+    def broken(store):
+        raise RuntimeError("the table is locked")
+
+    _with_contract(monkeypatch, "input_accounting", broken)
+    raised = dg.materialize(
+        list(defs.assets),
+        selection=dg.AssetSelection.assets("messages"),
+        instance=instance,
+        partition_key="trips",
+        resources={**default_resources(), "storage": MemoryStorage(home=str(home.root))},
+        raise_on_error=False,
+    )
+    (evaluation,) = [e for e in raised.get_asset_check_evaluations() if e.check_name == "input_accounting"]
+    assert not evaluation.passed
+    assert evaluation.metadata["error"].value == "RuntimeError: the table is locked"
+    assert len(raised.get_asset_materialization_events()) == 1 and not raised.success
 
 
 def test_inbox_sensor_registers_dropped_files(home, instance, tmp_path):

@@ -23,7 +23,7 @@ READ_SIDE = dg.AssetSelection.assets("graph", "indexes")
 
 def _materialize(instance, home, name, run_config=None):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=READ_SIDE,
         instance=instance,
         partition_key=name,

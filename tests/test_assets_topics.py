@@ -30,7 +30,7 @@ CHECKS = {
 
 def _materialize(instance, home, selection, run_config=None):
     return dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=selection,
         instance=instance,
         partition_key="demo",
@@ -114,7 +114,12 @@ def test_materialize_topic_layer_with_checks(home, instance):
             **run_config,
             "ops": {
                 **run_config["ops"],
-                "topics_topic_noise_in_bounds": {"config": {"noise_ratio_min": 0.99}},
+                "topics": {
+                    "config": {
+                        **run_config["ops"]["topics"]["config"],
+                        "quality_bounds": {"noise_ratio_min": 0.99},
+                    }
+                },
             },
         },
     )
@@ -141,7 +146,7 @@ def test_topics_labelled_through_the_llm_client(home, instance, tmp_path, chat_s
 
     def run(selection, run_config=None):
         return dg.materialize(
-            [*defs.assets, *defs.asset_checks],
+            list(defs.assets),
             selection=selection,
             instance=instance,
             partition_key="subjects",

@@ -133,7 +133,10 @@ CONFIGS: dict[str, Maps] = {
             "llm_excerpts": "segments shown to the LLM describer",
             "embed_batch": "texts per embedder call (memory, not behaviour)",
         },
-        own={"describe_with_llm": "labels from the LLM when the llm resource has one"},
+        own={
+            "describe_with_llm": "labels from the LLM when the llm resource has one",
+            "quality_bounds": "the bounds of its two warning checks (TopicQualityBoundsConfig, mapped apart)",
+        },
     ),
     "WeightedLinksConfig": Maps(core=lambda: _topics().LinkConfig()),
     "DomainsAssetConfig": Maps(

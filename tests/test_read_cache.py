@@ -47,7 +47,7 @@ def garden(home, instance, tmp_path):
     corpus = build_small_corpus(home, tmp_path, name="garden")
     instance.add_dynamic_partitions(corpus_partitions.name, ["garden"])
     result = dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        list(defs.assets),
         selection=dg.AssetSelection.assets("graph", "indexes"),
         instance=instance,
         partition_key="garden",

@@ -3,7 +3,15 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result, run_materializes
+from memory_assets.common import (
+    Table,
+    check_specs,
+    corpus_store,
+    evaluate_contracts,
+    materialize_result,
+    run_materializes,
+)
+from memory_assets.consolidation import checks
 from memory_assets.partitions import corpus_partitions
 from memory_assets.prefetch import start_build_prefetch
 from memory_core.concepts.policy import ConceptPolicy
@@ -188,6 +196,7 @@ class ConsolidationConfig(dg.Config):
     deps=["mentions"],
     kinds={"sqlite"},
     pool="llm",
+    check_specs=check_specs("canonical_concepts", checks.CANONICAL_CONCEPTS),
     description="Concept Memory Loop: each new mention, in time order, is retrieved against the concepts so far and "
     "routed create / attach / refine / reject (an LLM adjudicates the ambiguous band when one is configured); "
     "every decision goes to the append-only action_log.",
@@ -227,4 +236,7 @@ def canonical_concepts(
         asset_key="canonical_concepts",
         tables={"decision_reasons": Table(), "concepts_by_type_and_state": Table()},
         extra={"concept_sample": dg.MetadataValue.md(report.concept_sample)},
+        checks=evaluate_contracts(
+            context, "canonical_concepts", checks.CANONICAL_CONCEPTS, store=store, embedder=embedder
+        ),
     )

@@ -4,7 +4,8 @@ segment), so they are one multi-asset in the `llm` concurrency pool."""
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, check_specs, corpus_store, evaluate_contracts, materialize_result
+from memory_assets.extraction import checks
 from memory_assets.ingestion.assets import segments
 from memory_assets.partitions import corpus_partitions
 from memory_assets.prefetch import start_build_prefetch
@@ -46,6 +47,8 @@ class ExtractionConfig(dg.Config):
             description="The people's reactions (12-state vocabulary) in the reflective store, with retention and purge.",
         ),
     ],
+    check_specs=check_specs("mentions", checks.MENTIONS)
+    + check_specs("user_reactions", checks.USER_REACTIONS),
     partitions_def=corpus_partitions,
     pool="llm",
     can_subset=False,
@@ -75,6 +78,12 @@ def extraction(
         store=store,
         asset_key="mentions",
         tables={"rejected_reasons": Table(), "residual_reasons": Table()},
+        checks=evaluate_contracts(context, "mentions", checks.MENTIONS, store=store),
     )
     reactions = UserReactionsReport(report, reaction_quality(store))
-    yield materialize_result(reactions, store=store, asset_key="user_reactions")
+    yield materialize_result(
+        reactions,
+        store=store,
+        asset_key="user_reactions",
+        checks=evaluate_contracts(context, "user_reactions", checks.USER_REACTIONS, store=store),
+    )

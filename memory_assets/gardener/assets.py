@@ -4,7 +4,8 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, check_specs, corpus_store, evaluate_contracts, materialize_result
+from memory_assets.gardener import checks
 from memory_assets.partitions import corpus_partitions
 from memory_core.gardener import (
     CATEGORIES,
@@ -61,6 +62,7 @@ class TriageAssetConfig(dg.Config):
     deps=["canonical_concepts", "topics", "weighted_links"],
     kinds={"sqlite"},
     pool="llm",
+    check_specs=check_specs("gardener_triage", checks.GARDENER_TRIAGE),
     description="Phase 0 triage: merge / split / macro_concept / noise candidates, each scored, citing source "
     "messages, with a rationale, written to lifecycle_proposals as pending_review. Never mutates concepts.",
 )
@@ -90,6 +92,9 @@ def gardener_triage(
         asset_key="gardener_triage",
         tables={"top_proposals": Table()},
         paths=("manifest",),
+        checks=evaluate_contracts(
+            context, "gardener_triage", checks.GARDENER_TRIAGE, store=store, figures=report.as_metadata()
+        ),
     )
 
 
@@ -130,6 +135,7 @@ class RefactorConfig(dg.Config):
     deps=[gardener_triage],
     kinds={"sqlite"},
     pool="llm",
+    check_specs=check_specs("gardener_actions", checks.GARDENER_ACTIONS),
     description="Phase 1 surgical refactoring of pending proposals: refine / merge / split / relate / archive, "
     "each citing source ids, audited in gardener_actions and the action_log, reversible. Dry run by default: "
     "the would-be actions go to a report under <corpus>/gardener/reports.",
@@ -175,4 +181,12 @@ def gardener_actions(
         asset_key="gardener_actions",
         paths=("report",),
         extra={"report_md": dg.MetadataValue.md(result.markdown())},
+        checks=evaluate_contracts(
+            context,
+            "gardener_actions",
+            checks.GARDENER_ACTIONS,
+            store=store,
+            embedder=embedder,
+            figures=result.as_metadata(),
+        ),
     )

@@ -3,7 +3,8 @@
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, check_specs, corpus_store, evaluate_contracts, materialize_result
+from memory_assets.ingestion import checks
 from memory_assets.partitions import corpus_partitions
 from memory_core.corpora import registered_source
 from memory_core.errors import CorpusNotFoundError
@@ -23,6 +24,7 @@ class MessagesConfig(dg.Config):
     partitions_def=corpus_partitions,
     group_name="ingestion",
     kinds={"sqlite"},
+    check_specs=check_specs("messages", checks.MESSAGES),
     description="Parse the corpus's input file into conversations and messages (source of truth); bad records are dead-lettered.",
 )
 def messages(
@@ -39,6 +41,7 @@ def messages(
         asset_key="messages",
         tables={"dead_letter_reasons": Table()},
         paths={"source_path"},
+        checks=evaluate_contracts(context, "messages", checks.MESSAGES, store=store),
     )
 
 
@@ -68,6 +71,7 @@ class SegmentsConfig(dg.Config):
     group_name="ingestion",
     deps=[messages],
     kinds={"sqlite"},
+    check_specs=check_specs("segments", checks.SEGMENTS),
     description="Cut conversations into rounds (user turn + replies) under a token cap, with message ids and offsets.",
 )
 def segments(
@@ -76,4 +80,9 @@ def segments(
     store = corpus_store(context, storage)
     with store.write_lock():
         report = build_segments(store, token_cap=config.token_cap)
-    return materialize_result(report, store=store, asset_key="segments")
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="segments",
+        checks=evaluate_contracts(context, "segments", checks.SEGMENTS, store=store),
+    )

@@ -1,38 +1,31 @@
-"""Contracts of the ingestion stage (memory_core.ingest.checks, memory_core.segments) as asset checks."""
+"""Contracts of the ingestion stage (memory_core.ingest.checks, memory_core.segments), evaluated as asset
+checks in the step of the asset they check."""
 
-import dagster as dg
-
-from memory_assets.common import corpus_check, corpus_store
-from memory_assets.ingestion.assets import messages, segments
+from memory_assets.common import Contract
 from memory_core.ingest import checks as contracts
-from memory_core.reports import CheckResult
-from memory_core.segments import segments_trace_to_messages as trace_segments
-from memory_resources.storage import MemoryStorage
+from memory_core.segments import segments_trace_to_messages
 
-
-@corpus_check(messages, blocking=True, description="0% NULL timestamps")
-def no_null_timestamps(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
-    return contracts.no_null_timestamps(corpus_store(context, storage))
-
-
-@corpus_check(messages, blocking=True, description="every parent_id names a stored message")
-def no_dangling_parents(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
-    return contracts.no_dangling_parents(corpus_store(context, storage))
-
-
-@corpus_check(
-    messages,
-    blocking=True,
-    description="records in (counted apart from the parser) = stored + dead-lettered + structural (last file)",
+MESSAGES = (
+    Contract("no_null_timestamps", "0% NULL timestamps", contracts.no_null_timestamps, blocking=True),
+    Contract(
+        "no_dangling_parents",
+        "every parent_id names a stored message",
+        contracts.no_dangling_parents,
+        blocking=True,
+    ),
+    Contract(
+        "input_accounting",
+        "records in (counted apart from the parser) = stored + dead-lettered + structural (last file)",
+        contracts.input_accounting,
+        blocking=True,
+    ),
 )
-def input_accounting(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
-    return contracts.input_accounting(corpus_store(context, storage))
 
-
-@corpus_check(
-    segments,
-    blocking=True,
-    description="every message is in a segment and every segment span maps back to its message text",
+SEGMENTS = (
+    Contract(
+        "segments_trace_to_messages",
+        "every message is in a segment and every segment span maps back to its message text",
+        segments_trace_to_messages,
+        blocking=True,
+    ),
 )
-def segments_trace_to_messages(context: dg.AssetCheckExecutionContext, storage: MemoryStorage) -> CheckResult:
-    return trace_segments(corpus_store(context, storage))

@@ -7,8 +7,9 @@ import dagster as dg
 from pydantic import Field
 
 from memory_assets.catalog import DERIVED
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, check_specs, corpus_store, evaluate_contracts, materialize_result
 from memory_assets.partitions import corpus_partitions
+from memory_assets.read_side import checks
 from memory_core.graph import GraphStore
 from memory_core.graph.stage import build_graph
 from memory_core.progress import progress_to
@@ -52,6 +53,7 @@ class GraphConfig(dg.Config):
     group_name="read_side",
     deps=GRAPH_SOURCES,
     kinds={"ladybug"},
+    check_specs=check_specs("graph", checks.GRAPH),
     description="Load every node and edge type of the ontology, pre-linked by SQL joins, into the graph store "
     "(embedded LadybugDB swapped in atomically, or Neo4j); a rerun leaves identical counts. Saves the graph's walks "
     "to the read cache (indexes/read_cache/adjacency.npz, stamped with the graph file).",
@@ -64,6 +66,9 @@ def graph(
         report = build_graph(
             store, backend, reflective=config.include_reflective, where=graph_store.describe(store)
         )
+        evaluated = evaluate_contracts(
+            context, "graph", checks.GRAPH, store=store, counts=report.counts, graph=backend
+        )
     with store.write_lock(timeout_s=LOCK_WAIT_S):  # after the graph is closed: its file is final
         cached = write_graph_cache(store)
     context.log.info(report.summary(store.name))
@@ -74,6 +79,7 @@ def graph(
         asset_key="graph",
         tables={"counts": Table(limit=60)},
         also=[cached],
+        checks=evaluated,
     )
 
 
@@ -94,6 +100,7 @@ class IndexesConfig(dg.Config):
     group_name="read_side",
     deps=INDEX_SOURCES,
     kinds={"faiss"},
+    check_specs=check_specs("indexes", checks.INDEXES),
     description="FAISS indexes over topics, concepts, segments and messages with their id maps (exact below a "
     "measured size threshold, HNSW from it on; each swapped in atomically; unchanged items are not re-embedded), "
     "and the BM25 lexical indexes over messages in context, conversations and concepts; then the read cache of the "
@@ -130,4 +137,5 @@ def indexes(
         asset_key="indexes",
         tables={"families": Table()},
         also=[cached],
+        checks=evaluate_contracts(context, "indexes", checks.INDEXES, store=store),
     )

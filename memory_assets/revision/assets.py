@@ -8,8 +8,9 @@ one is configured); `repairs` works the queue with a bounded action space."""
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result
+from memory_assets.common import Table, check_specs, corpus_store, evaluate_contracts, materialize_result
 from memory_assets.partitions import corpus_partitions
+from memory_assets.revision import checks
 from memory_core.concepts.policy import ConceptPolicy
 from memory_core.revision.adjudication import LLMFactAdjudicator
 from memory_core.revision.claims import build_claims
@@ -29,6 +30,7 @@ _FACTS = FactConfig()
     group_name="revision",
     deps=["canonical_concepts"],
     kinds={"sqlite"},
+    check_specs=check_specs("claims", checks.CLAIMS),
     description="Re-ground evidence of changed or removed source messages (stale / rejected, concepts capped by "
     "their surviving evidence and queued for repair), then every fact-bearing mention's claims: subject, slot, "
     "value, valid time, status.",
@@ -40,7 +42,12 @@ def claims(context: dg.AssetExecutionContext, storage: MemoryStorage) -> dg.Mate
         invalidation = invalidate_sources(store, ConceptPolicy(), context.run_id, now)
         report = SourceRevisionReport(build_claims(store, now), invalidation)
     context.log.info(f"{store.name}: {report.summary()}")
-    return materialize_result(report, store=store, asset_key="claims")
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="claims",
+        checks=evaluate_contracts(context, "claims", checks.CLAIMS, store=store),
+    )
 
 
 class FactStatesConfig(dg.Config):
@@ -61,6 +68,7 @@ class FactStatesConfig(dg.Config):
     deps=[claims],
     kinds={"sqlite"},
     pool="llm",
+    check_specs=check_specs("fact_states", checks.FACT_STATES),
     description="Per (subject, slot key) the bi-temporal history of FactStates: a new value supersedes the open "
     "state, a claim ingested out of order lands in its place, same-time different values are disputed; versions "
     "kept in system time (believed_at).",
@@ -79,7 +87,12 @@ def fact_states(
         f"{store.name}: {report.groups} histories, states {dict(report.states)}, "
         f"{report.supersessions} supersessions, {report.conflicts} disputed"
     )
-    return materialize_result(report, store=store, asset_key="fact_states")
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="fact_states",
+        checks=evaluate_contracts(context, "fact_states", checks.FACT_STATES, store=store),
+    )
 
 
 _REPAIR = RepairConfig()
@@ -98,6 +111,7 @@ class RepairsConfig(dg.Config):
     group_name="revision",
     deps=[fact_states],
     kinds={"sqlite"},
+    check_specs=check_specs("repairs", checks.REPAIRS),
     description="The repair worker over the repair queue only: reattach / refine / split / merge / archive "
     "(rebuild with global_resynthesis), each citing claims and spans, logged and reversible; reports what it "
     "could not repair.",
@@ -117,4 +131,10 @@ def repairs(
         f"{store.name}: {report.repaired} repaired {dict(report.actions)}, {len(report.escalated)} escalated, "
         f"{report.remaining} left queued"
     )
-    return materialize_result(report, store=store, asset_key="repairs", tables={"unrepaired": Table()})
+    return materialize_result(
+        report,
+        store=store,
+        asset_key="repairs",
+        tables={"unrepaired": Table()},
+        checks=evaluate_contracts(context, "repairs", checks.REPAIRS, store=store),
+    )

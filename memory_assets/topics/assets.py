@@ -8,8 +8,17 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from memory_assets.common import Table, corpus_store, materialize_result, md_table
+from memory_assets.common import (
+    Table,
+    check_specs,
+    corpus_store,
+    evaluate_contracts,
+    materialize_result,
+    md_table,
+)
 from memory_assets.partitions import corpus_partitions
+from memory_assets.topics import checks
+from memory_assets.topics.checks import TopicQualityBoundsConfig
 from memory_core.progress import progress_to
 from memory_core.store.db import CorpusStore
 from memory_core.topics.clustering import ObjectiveWeights
@@ -119,6 +128,10 @@ class TopicsAssetConfig(dg.Config):
     force: bool = Field(
         default=False, description="rebuild even when segments and configuration are unchanged"
     )
+    quality_bounds: TopicQualityBoundsConfig = Field(
+        default_factory=TopicQualityBoundsConfig,
+        description="bounds of the two warning checks (silhouette, noise share): flag drift, stop nothing",
+    )
 
     def topics_config(self) -> TopicsConfig:
         return TopicsConfig(
@@ -193,6 +206,7 @@ LEGEND_ROWS = 60
     group_name="topics",
     deps=["segments", "user_reactions"],
     kinds={"sqlite"},
+    check_specs=check_specs("topics", checks.TOPICS),
     description="Segment embeddings → UMAP → HDBSCAN tuned by Optuna: topics with centroid, label/profile (LLM or "
     "c-TF-IDF) and label-centroid distance; every segment BELONGS_TO its topic or is noise (topic NULL, nearest "
     "topic kept); reactions are linked DURING the topic of their segment.",
@@ -219,6 +233,9 @@ def topics(
         asset_key="topics",
         tables={"trial_history": TRIAL_TABLE, "topics_table": Table(limit=40)},
         extra=_picture_metadata(picture, store),
+        checks=evaluate_contracts(
+            context, "topics", checks.TOPICS, store=store, bounds=config.quality_bounds.bounds()
+        ),
     )
 
 
@@ -237,6 +254,7 @@ class WeightedLinksConfig(dg.Config):
     group_name="topics",
     deps=[topics, "canonical_concepts"],
     kinds={"sqlite"},
+    check_specs=check_specs("weighted_links", checks.WEIGHTED_LINKS),
     description="Topic RELATED_TO Concept: cosine of every topic centroid to every concept embedding (cached key "
     "'{title}: {description}'), min-max normalised to 0-100, top k per topic above the minimum weight.",
 )
@@ -254,7 +272,11 @@ def weighted_links(
     with store.write_lock(), progress_to(context.log.info):
         report = build_links(store, embedder, link_config, run_id=context.run_id, log=context.log.info)
     return materialize_result(
-        report, store=store, asset_key="weighted_links", tables={"topics_with_top_concepts": Table(limit=60)}
+        report,
+        store=store,
+        asset_key="weighted_links",
+        tables={"topics_with_top_concepts": Table(limit=60)},
+        checks=evaluate_contracts(context, "weighted_links", checks.WEIGHTED_LINKS, store=store),
     )
 
 
@@ -311,6 +333,7 @@ class DomainsAssetConfig(dg.Config):
     group_name="topics",
     deps=[topics, weighted_links],
     kinds={"sqlite"},
+    check_specs=check_specs("domains", checks.DOMAINS),
     description="Domains (topics clustered by their profile embeddings) and Anchor Entities (the concepts most "
     "linked across a domain's topics): Topic BELONGS_TO AnchorEntity BELONGS_TO Domain.",
 )
@@ -334,4 +357,5 @@ def domains(
         asset_key="domains",
         tables={"domains_table": Table(limit=60), "trial_history": TRIAL_TABLE},
         extra={"topic_map_legend": _legend(store)},  # the topics' map legend, now with their domains
+        checks=evaluate_contracts(context, "domains", checks.DOMAINS, store=store),
     )

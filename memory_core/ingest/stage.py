@@ -1,14 +1,28 @@
-"""The `messages` stage: a corpus's registered input file into its source store, and the stage report."""
+"""The `messages` stage: a corpus's registered input file into its source store, and the stage report.
+
+A file ingested before is not parsed again while it and the source store are as that ingest left them: the
+same content (sha256), format, record and length limit, the same ingest code, and no write to any source
+table since (memory_core.store.memo). Its report is then the one a re-ingest of the same file gives: every
+message unchanged.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+import memory_core.ingest
 from memory_core.corpora import CorpusSource
-from memory_core.ingest.loader import IngestReport, ingest_file
+from memory_core.ingest.loader import IngestReport, file_sha256, ingest_file
 from memory_core.reports import Figures, share
+from memory_core.store import memo
 from memory_core.store.db import CorpusStore
+from memory_core.store.schema import source_metadata
 from memory_core.store.stats import corpus_stats
+
+_MEMO = "ingest"
+SOURCE_TABLES = tuple(("source", t.name) for t in source_metadata.sorted_tables)
 
 
 @dataclass
@@ -20,11 +34,13 @@ class MessagesReport:
     messages_total: int
     conversations_total: int
     dead_letters_total: int
+    parsed: bool = True  # False: the file was as its last ingest left it, and not read again
 
     def as_metadata(self) -> Figures:
         r = self.ingest
         return {
             "source_path": self.source.path,
+            "file_parsed": self.parsed,
             "source_format": self.source.source_format,
             "records_in": r.records_in,
             "records_counted": r.records_counted,
@@ -58,8 +74,18 @@ class MessagesReport:
 
 
 def ingest_source(store: CorpusStore, source: CorpusSource, max_message_chars: int) -> MessagesReport:
-    """Ingest the corpus's registered file (see `ingest_file`) and count what the corpus now holds."""
-    report = ingest_file(store, source.path, source.source_format, source.record_id, max_message_chars)
+    """Ingest the corpus's registered file (see `ingest_file`), unless it is as its last ingest left it, and
+    count what the corpus now holds."""
+    started = time.perf_counter()
+    key = _ingest_key(store, source, max_message_chars)
+    kept = memo.kept(store, _MEMO, key) if key else None
+    if kept is not None:
+        report = replace(IngestReport(**kept), seconds=time.perf_counter() - started)
+    else:
+        report = ingest_file(store, source.path, source.source_format, source.record_id, max_message_chars)
+        after = _ingest_key(store, source, max_message_chars)
+        if after:
+            memo.keep(store, _MEMO, after, _as_reingested(report).as_dict())
     stats = corpus_stats(store)
     return MessagesReport(
         source=source,
@@ -67,4 +93,27 @@ def ingest_source(store: CorpusStore, source: CorpusSource, max_message_chars: i
         messages_total=stats["messages"],
         conversations_total=stats["conversations"],
         dead_letters_total=stats["dead_letters"],
+        parsed=kept is None,
+    )
+
+
+def _ingest_key(store: CorpusStore, source: CorpusSource, max_message_chars: int) -> str | None:
+    """The key of ingesting this file's content now (None: no file to read; ingest_file says so)."""
+    path = Path(source.path)
+    if not path.is_file():
+        return None
+    settings = (file_sha256(path), source.source_format, source.record_id, max_message_chars)
+    return memo.tables_key(store, SOURCE_TABLES, memo.code_digest([memory_core.ingest], *settings))
+
+
+def _as_reingested(report: IngestReport) -> IngestReport:
+    """What ingesting the same file again reports: every conversation and message unchanged."""
+    return replace(
+        report,
+        inserted=0,
+        updated=0,
+        unchanged=report.inserted + report.updated + report.unchanged,
+        conversations_new=0,
+        conversations_changed=0,
+        conversations_unchanged=report.conversations_in,
     )

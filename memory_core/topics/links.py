@@ -192,8 +192,12 @@ def build_links(
         link_seconds=round(link_seconds, 4),
     )
     with store.staging.begin() as conn:
-        conn.execute(delete(topic_concept_links))
-        bulk_insert(conn, topic_concept_links, rows)
+        # equal links are left as they are: a rewrite would move the table's write counter and make the
+        # graph, which loads it, export an unchanged corpus again
+        figures["rewritten"] = _stored_links(conn) != _link_keys(rows)
+        if figures["rewritten"]:
+            conn.execute(delete(topic_concept_links))
+            bulk_insert(conn, topic_concept_links, rows)
         figures["seconds"] = round(time.perf_counter() - started, 3)
         input_sha = sha256_json([[t.topic_id for t in topic_rows], [c["concept_id"] for c in concepts]])
         config_dict = {**asdict(config), "embedding_model": embedder.model_name}
@@ -201,6 +205,15 @@ def build_links(
     if log:
         log(f"{store.name}: {len(rows)} links between {len(topic_rows)} topics and {len(concepts)} concepts")
     return LinksReport(figures=figures, topic_table=_topic_table(topic_rows, concepts, rows))
+
+
+def _link_keys(rows) -> set[tuple]:
+    return {(r["topic_id"], r["concept_id"], r["weight"], r["cosine"]) for r in rows}
+
+
+def _stored_links(conn) -> set[tuple]:
+    columns = [topic_concept_links.c[n] for n in ("topic_id", "concept_id", "weight", "cosine")]
+    return _link_keys(conn.execute(select(*columns)).mappings())
 
 
 def _figures(
