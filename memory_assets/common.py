@@ -16,9 +16,7 @@ from memory_core.store.db import CorpusStore
 from memory_resources.storage import MemoryStorage
 
 
-def corpus_store(
-    context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext, storage: MemoryStorage
-) -> CorpusStore:
+def corpus_store(context: dg.AssetExecutionContext, storage: MemoryStorage) -> CorpusStore:
     return storage.corpus(context.partition_key)
 
 
@@ -173,9 +171,9 @@ def check_result(
 
 @contextlib.contextmanager
 def preview_quiet() -> Iterator[None]:
-    """Partitioned asset checks are a Dagster preview API: said once in the README, not once per check in
-    every process that loads the code location (the UI's code server and each run's worker); source code
-    references are beta."""
+    """Partitioned asset check specs are a Dagster preview API: said once in the README, not in every process
+    that loads the code location (the UI's code server and each run's worker); source code references are
+    beta."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.PreviewWarning)
         warnings.simplefilter("ignore", dg.BetaWarning)

@@ -94,11 +94,15 @@ class DagsterUI:
             return json.loads(response.read())
 
     def launch(
-        self, job: str, partition: str | None = None, checks: list[tuple[str, str]] | None = None
+        self,
+        job: str,
+        partition: str | None = None,
+        checks: list[tuple[str, str]] | None = None,
+        assets: list[str] | None = None,
     ) -> str:
         selector = {**LOCATION, "jobName": job}
-        if checks is not None:
-            selector["assetSelection"] = []
+        if checks is not None:  # checks run in their asset's step: the UI selects the asset with them
+            selector["assetSelection"] = [{"path": [a]} for a in assets or []]
             selector["assetCheckSelection"] = [{"assetKey": {"path": [a]}, "name": n} for a, n in checks]
         tags = [{"key": "dagster/partition", "value": partition}] if partition else []
         params = {"selector": selector, "mode": "default", "executionMetadata": {"tags": tags}}

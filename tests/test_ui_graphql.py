@@ -1,5 +1,5 @@
 """The Dagster UI against the real webserver (`memory-os ui`), through the GraphQL the UI itself calls: UI
-runs execute in process, CLI runs are re-executable there, "Execute all" of partitioned checks works, a
+runs execute in process, CLI runs are re-executable there, checks executed without a partition fan out, a
 partition that is no corpus fails with one clear line and the registry sensor removes it, and the inbox
 sensor's preview writes nothing."""
 
@@ -46,8 +46,11 @@ def test_a_build_launched_in_the_ui_runs_every_step_in_one_process(ui):
     assert any("Executing steps in process" in m for m in engine), engine  # not a process per step
 
 
-def test_execute_all_checks_without_a_partition_fans_out_per_corpus(ui):
-    parent = ui.wait(ui.launch("__ASSET_JOB", checks=[("messages", "no_null_timestamps")]))
+def test_checks_executed_without_a_partition_fan_out_per_corpus(ui):
+    # checks run in their asset's step (Dagster: "requires materialization"): executing them selects the
+    # asset and all of its checks
+    checks = [("messages", n) for n in ("no_null_timestamps", "no_dangling_parents", "input_accounting")]
+    parent = ui.wait(ui.launch("__ASSET_JOB", checks=checks, assets=["messages"]))
     assert parent["status"] == "CANCELED"
     children = [
         r for r in ui.runs() if tag(r, "dagster/partition") == "lme" and r["runId"] != parent["runId"]

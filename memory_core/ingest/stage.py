@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import memory_core.ids
 import memory_core.ingest
+import memory_core.store.db
 from memory_core.corpora import CorpusSource
 from memory_core.ingest.loader import IngestReport, file_sha256, ingest_file
 from memory_core.reports import Figures, share
@@ -77,15 +79,16 @@ def ingest_source(store: CorpusStore, source: CorpusSource, max_message_chars: i
     """Ingest the corpus's registered file (see `ingest_file`), unless it is as its last ingest left it, and
     count what the corpus now holds."""
     started = time.perf_counter()
-    key = _ingest_key(store, source, max_message_chars)
+    path = Path(source.path)
+    key = _ingest_key(store, source, max_message_chars, file_sha256(path)) if path.is_file() else None
     kept = memo.kept(store, _MEMO, key) if key else None
     if kept is not None:
         report = replace(IngestReport(**kept), seconds=time.perf_counter() - started)
     else:
         report = ingest_file(store, source.path, source.source_format, source.record_id, max_message_chars)
-        after = _ingest_key(store, source, max_message_chars)
-        if after:
-            memo.keep(store, _MEMO, after, _as_reingested(report).as_dict())
+        # kept under the content it parsed (a file replaced meanwhile is another key: parsed next time)
+        after = _ingest_key(store, source, max_message_chars, report.file_sha256)
+        memo.keep(store, _MEMO, after, _as_reingested(report).as_dict())
     stats = corpus_stats(store)
     return MessagesReport(
         source=source,
@@ -97,13 +100,12 @@ def ingest_source(store: CorpusStore, source: CorpusSource, max_message_chars: i
     )
 
 
-def _ingest_key(store: CorpusStore, source: CorpusSource, max_message_chars: int) -> str | None:
-    """The key of ingesting this file's content now (None: no file to read; ingest_file says so)."""
-    path = Path(source.path)
-    if not path.is_file():
-        return None
-    settings = (file_sha256(path), source.source_format, source.record_id, max_message_chars)
-    return memo.tables_key(store, SOURCE_TABLES, memo.code_digest([memory_core.ingest], *settings))
+def _ingest_key(store: CorpusStore, source: CorpusSource, max_message_chars: int, sha256: str) -> str:
+    """The key of ingesting the file content `sha256` with these settings into the source store as it is."""
+    settings = (sha256, source.source_format, source.record_id, max_message_chars)
+    # the parsers and the loader, and the ids and writes they make
+    code = memo.code_digest([memory_core.ingest, memory_core.ids, memory_core.store.db], *settings)
+    return memo.tables_key(store, SOURCE_TABLES, code)
 
 
 def _as_reingested(report: IngestReport) -> IngestReport:
