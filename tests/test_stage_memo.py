@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import event, select, update
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, event, insert, select, update
 
 from memory_core.concepts import metrics
 from memory_core.graph import export as graph_export
@@ -18,7 +20,13 @@ from memory_core.memory_loop import loop
 from memory_core.memory_loop.loop import LOOP_TABLES, consolidate
 from memory_core.memory_loop.memory import LoopMemory
 from memory_core.store.memo import MEMO_DIR, tables_key
-from memory_core.store.schema import canonical_concepts, concept_evidence, messages, topic_concept_links
+from memory_core.store.schema import (
+    canonical_concepts,
+    concept_evidence,
+    messages,
+    residuals,
+    topic_concept_links,
+)
 from memory_core.vector_index import stage as index_stage
 from memory_core.vector_index.stage import lexical_indexes
 from tests.graph_corpus import build_small_corpus
@@ -142,6 +150,21 @@ def test_a_loop_run_at_its_fixed_point_loads_nothing_and_new_mentions_are_routed
     again = consolidate(store, embedder, HASHING)
     assert not loads and again.unchanged_input and again.processed == 0
     assert again.concepts_before == again.concepts_after == first.concepts_after
+    # other stages' residuals (topics and domains rewrite theirs after the loop) are not its input ...
+    now = datetime.now(UTC).replace(tzinfo=None)
+    topic_note = dict(stage="topics", reason_code="noise", reason="a noise segment", payload={}, recorded_at=now)
+    with store.staging.begin() as conn:
+        conn.execute(insert(residuals), [topic_note])
+    assert consolidate(store, embedder, HASHING).unchanged_input and not loads
+    # ... its own are: a mention whose loop residual went is pending again, and routed
+    with store.staging.begin() as conn:
+        dropped = conn.execute(
+            select(residuals.c.mention_id).where(residuals.c.stage == loop.STAGE).limit(1)
+        ).scalar_one()
+        conn.execute(delete(residuals).where(residuals.c.mention_id == dropped, residuals.c.stage == loop.STAGE))
+    regained = consolidate(store, embedder, HASHING)
+    assert len(loads) == 1 and regained.processed >= 1
+    loads.clear()
     # the fixed point is real: without the kept key a run reads everything and writes nothing
     (store.dir / MEMO_DIR / f"{loop._MEMO}.json").unlink()
     before = tables_key(store, LOOP_TABLES, "")

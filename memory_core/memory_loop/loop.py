@@ -26,7 +26,7 @@ run that brings new mentions. Working state: `memory.LoopMemory`; writing decisi
 
 A run over tables exactly as the last run of the same code and configuration left them is a fixed point
 (nothing pending, relations resolved, no row behind): it loads nothing (the counters of `LOOP_TABLES` at the
-last run's end are kept, memory_core.store.memo).
+last run's end are kept, memory_core.store.memo, and no mention is pending).
 """
 
 from __future__ import annotations
@@ -91,13 +91,14 @@ from memory_core.store.schema import (
 
 _IN_CHUNK = 500
 # what a run reads and writes (a write to any of them is a new run's work)
+# `residuals` is not among them: it holds other stages' rows too (topics and domains rewrite theirs after the
+# loop), and of the loop's own only what is pending matters, which a kept run checks directly (`_pending_ids`)
 LOOP_TABLES = (
     ("source", "messages"),
     *(
         ("staging", t)
         for t in (
-            "mentions", "residuals", "segments", "canonical_concepts", "concept_evidence", "concept_rows_behind",
-            "action_log",
+            "mentions", "segments", "canonical_concepts", "concept_evidence", "concept_rows_behind", "action_log",
         )
     ),
 )  # fmt: skip
@@ -282,7 +283,9 @@ def consolidate(
         ],
         config,
     )
-    if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None:
+    if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None and not _pending_ids(
+        store
+    ):
         return _unchanged(store, run_id)
     with single_threaded_blas():  # tens of thousands of small products: see `blas`
         report = _consolidate(store, embedder, config, run_id, adjudicator, log_fn)
