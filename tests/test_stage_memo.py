@@ -5,10 +5,9 @@ soon as a table it reads is written, its code or settings change, or the output 
 from __future__ import annotations
 
 import re
-
-import pytest
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import delete, event, insert, select, update
 
 from memory_core.concepts import metrics

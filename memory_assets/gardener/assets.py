@@ -15,8 +15,8 @@ from memory_core.gardener import (
     RuleBasedChooser,
     TriageConfig,
     apply_proposals,
-    run_triage,
 )
+from memory_core.gardener.triage.kept import triage_unless_kept
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
 from memory_resources.storage import MemoryStorage
@@ -77,7 +77,7 @@ def gardener_triage(
     home = storage.memory_home()
     client = llm.build_client(home) if config.llm_review else None
     with store.write_lock(timeout_s=LOCK_WAIT_S):
-        report = run_triage(
+        report = triage_unless_kept(
             store,
             embeddings.cached_embedder(home),
             config.triage_config(),

@@ -84,6 +84,10 @@ class Workspace:
             self._evidence[cid] = sorted(evidence[cid], key=_evidence_sort_key)
             self._links[cid] = sorted(links[cid])
 
+    def preload(self, ids: Iterable[str]) -> None:
+        """Read these concepts (those not read yet) in one go, before a loop that looks at each."""
+        self._load(sorted(ids))
+
     def concept(self, cid: str) -> ConceptHypothesis | None:
         """The concept as this workspace sees it (a copy the caller may change)."""
         self._load([cid])

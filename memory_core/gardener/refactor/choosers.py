@@ -288,7 +288,9 @@ class RuleBasedChooser(Chooser):
         """message -> titles of the other live concepts holding evidence in it (as the run's workspace sees
         them: a dry run counts what its earlier would-be actions changed)."""
         out: dict[str, list[str]] = {}
-        for message_id, holders in hood.ws.holders(message_ids).items():
+        held = hood.ws.holders(message_ids)
+        hood.ws.preload(set().union(*held.values()) - {cid})  # one read, not one per concept
+        for message_id, holders in held.items():
             for other in sorted(holders - {cid}):
                 concept = hood.ws.concept(other)
                 if concept is not None and concept.live:

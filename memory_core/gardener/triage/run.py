@@ -96,6 +96,7 @@ class TriageReport:
             "llm_review": self.llm.as_dict() if self.llm else {"model": "none (offline scoring only)"},
             "manifest": self.manifest_path,
             "top_proposals": self.top_proposals(),
+            "reused": False,  # True: a kept run's figures (`kept.triage_unless_kept`), nothing read
             "seconds": round(self.seconds, 3),
             **self.timings,
         }
