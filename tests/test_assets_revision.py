@@ -10,7 +10,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from memory_assets.common import report_figures
 from memory_core.concepts import action_log
@@ -552,3 +552,37 @@ def test_the_graph_holds_fact_states_and_their_history(home, runner, tmp_path):
         assert old_now == []  # no longer true
         assert [s.node.props["value"] for s in old_then] == ["Portland"]
         assert old_then[0].node.props["superseded_by"] and old_then[0].node.props["subject"] == "user"
+
+
+def test_a_dispute_the_repair_cannot_settle_is_a_fixed_point(home, runner, tmp_path):
+    """A claim read off a message beside any mention is its concept's too: fact_states disputes the concept
+    for it, and the repair worker must see the same live conflict, not settle it (each rebuild then disputed
+    and settled the concept again, two actions more in the log every run, every memo downstream missed)."""
+    said = [
+        ("c1", "u1", "user", "2024-05-02T10:00:00",
+         "I'm pretty flexible, but I do have a few commitments already. I usually go to the gym on Mondays, "
+         "Wednesdays, and Fridays, so I'd prefer to avoid scheduling the meeting during those times."),
+        ("c1", "a1", "assistant", "2024-05-02T10:00:05", "Tuesday or Thursday then."),
+    ]  # fmt: skip
+    path = write_chat(tmp_path / "gym.jsonl", said)
+    assert build(runner, "gym", path).success
+    store = home.corpus("gym")
+
+    def log_rows() -> int:
+        with store.staging.connect() as conn:
+            return conn.execute(select(func.count()).select_from(action_log_table)).scalar_one()
+
+    with store.staging.connect() as conn:
+        disputed = conn.execute(
+            select(claims.c.concept_id).where(claims.c.state == "disputed", claims.c.concept_id.is_not(None))
+        ).scalars().all()
+    assert disputed  # the shape this test is about: a disputed claim attributed to a concept
+    settled = log_rows()
+    again = build(runner, "gym", path)
+    assert again.success and _metadata(again, "fact_states")["concepts_disputed"] == 0
+    assert log_rows() == settled
+    with store.staging.connect() as conn:
+        trust = conn.execute(
+            select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
+        ).scalars().all()
+    assert set(trust) == {"disputed"}

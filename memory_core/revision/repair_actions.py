@@ -55,10 +55,15 @@ class _Context:
                 for p in spans or []:
                     self.pieces[p["message_id"]].append((seg_id, p["start"], p["end"]))
             self.claims: dict[str, list[dict]] = defaultdict(list)  # mention → its grounded claims
+            # concepts with a disputed claim attributed to them, as fact_states disputes them (a claim read
+            # off a message beside any mention is the concept's too): a repair does not settle those
+            self.disputed_concepts: set[str] = set()
             for r in conn.execute(
                 select(claims).where(claims.c.state.in_(("active", "disputed")))
             ).mappings():
                 self.claims[r["mention_id"]].append(dict(r))
+                if r["state"] == "disputed" and r["concept_id"]:
+                    self.disputed_concepts.add(r["concept_id"])
         self._mentions: dict[str, dict] = {}
 
     def segment_for(self, message_id: str, start: int, end: int) -> str | None:
@@ -268,7 +273,7 @@ class RepairWorker:
             concept.revision_count += 1
         for k, v in _derived(concept, evidence, self._times(evidence), self.policy).items():
             setattr(concept, k, v)
-        disputed = any(
+        disputed = cid in self.ctx.disputed_concepts or any(
             c["state"] == "disputed" for r in active for c in self.ctx.claims.get(r["mention_id"], [])
         )
         if concept.trust == "disputed" and disputed:
