@@ -586,3 +586,16 @@ def test_a_dispute_the_repair_cannot_settle_is_a_fixed_point(home, runner, tmp_p
             select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
         ).scalars().all()
     assert set(trust) == {"disputed"}
+
+    # a later single value closes both sides of the dispute: the concept is settled, once
+    later = ("c2", "u9", "user", "2024-06-10T09:00:00", "These days I go to the gym 4 times a week.")
+    write_chat(path, [*said, later])
+    settled = build(runner, "gym", path)
+    assert settled.success
+    with store.staging.connect() as conn:
+        trust = conn.execute(
+            select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
+        ).scalars().all()
+    assert set(trust) == {"stable"}, trust
+    after_settling = log_rows()
+    assert build(runner, "gym", path).success and log_rows() == after_settling

@@ -27,6 +27,7 @@ from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.concepts.store import read_concepts, update_concepts
 from memory_core.ids import stable_uuid
 from memory_core.ontology.claims import HISTORY_STATUSES
+from memory_core.ontology.concepts import LIVE_STATES
 from memory_core.reports import Figures
 from memory_core.revision.adjudication import AdjudicationFailed, FactAdjudicator
 from memory_core.revision.grounding import source_messages
@@ -40,7 +41,7 @@ from memory_core.revision.history import (
 )
 from memory_core.revision.invalidation import ACTOR, enqueue_repairs
 from memory_core.store.db import CorpusStore, utcnow
-from memory_core.store.schema import claims, fact_states
+from memory_core.store.schema import canonical_concepts, claims, concept_evidence, fact_states
 
 RULE_ONLY = "rules"
 _CUE_CONTEXT = 80  # characters before a claim's span read for a change cue ("We finally moved! I live ...")
@@ -300,6 +301,39 @@ def _claim_statuses(conn, desired: dict[str, StateDraft], recorded: dict[str, di
     report.claims_disputed = len(disputed)
 
 
+def _queue_settled_disputes(conn, opponents: set[str], now: datetime, report) -> None:
+    """A repair for each live concept still marked disputed that no disputed claim touches any more (its
+    conflict was superseded or edited away): the repair worker settles it. One a disputed claim still
+    touches — attributed to it, or read off its active evidence's mentions — is left: the worker would not
+    settle it either, and queueing it every run would be a write every run."""
+    touched = set(opponents)
+    mention_ids = set()
+    for concept_id, mention_id in conn.execute(
+        select(claims.c.concept_id, claims.c.mention_id).where(claims.c.state == "disputed")
+    ):
+        touched |= {concept_id} if concept_id else set()
+        mention_ids |= {mention_id} if mention_id else set()
+    if mention_ids:
+        ce = concept_evidence.c
+        touched |= set(
+            conn.execute(
+                select(ce.concept_id).where(ce.mention_id.in_(sorted(mention_ids)), ce.status == "active")
+            ).scalars()
+        )
+    cc = canonical_concepts.c
+    stale = [
+        cid
+        for cid in conn.execute(
+            select(cc.concept_id).where(cc.trust == "disputed", cc.state.in_(LIVE_STATES))
+        ).scalars()
+        if cid not in touched
+    ]
+    if stale:
+        settled = list(read_concepts(conn, stale).values())
+        reasons = {c.concept_id: "disputed no more: no claim of it is in a disputed state" for c in settled}
+        report.repairs_enqueued += enqueue_repairs(conn, settled, reasons, now)
+
+
 def _dispute_concepts(conn, desired: dict[str, StateDraft], run_id: str, now: datetime, report) -> None:
     """conflicts_with between the concepts of disputed states, their trust `disputed`, and a repair each."""
     opponents: dict[str, set[str]] = defaultdict(set)
@@ -316,6 +350,7 @@ def _dispute_concepts(conn, desired: dict[str, StateDraft], run_id: str, now: da
             for cid in concepts_here:
                 opponents[cid] |= there  # itself too when one concept holds both sides
                 cited[cid] |= {c.message_id for c in s.claims + other.claims}
+    _queue_settled_disputes(conn, set(opponents), now, report)
     if not opponents:
         return
     concepts = read_concepts(conn, list(opponents))
@@ -366,5 +401,5 @@ def _dispute_concepts(conn, desired: dict[str, StateDraft], run_id: str, now: da
     reasons = {
         c.concept_id: "disputed: its claims conflict with others said at the same time" for c in changed
     }
-    report.repairs_enqueued = enqueue_repairs(conn, changed, reasons, now)
+    report.repairs_enqueued += enqueue_repairs(conn, changed, reasons, now)
     report.concepts_disputed = len(changed)

@@ -236,7 +236,8 @@ class RepairWorker:
         for k, v in _derived(concept, kept, self._times(kept), self.policy).items():
             setattr(concept, k, v)
         concept.revision_count += 1
-        concept.trust = "stable"
+        # a live dispute stays (fact_states would dispute it again): the split settles only what it split
+        concept.trust = "disputed" if cid in self.ctx.disputed_concepts else "stable"
         self._put(after, cid, concept, kept)
         cited = [c for cs in by_value.values() for c in cs]
         return Step("split", before, after,

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 import memory_core.concepts
 import memory_core.gardener
+import memory_core.ids
+import memory_core.ontology
+import memory_core.store.fingerprint
 from memory_core.embeddings.base import Embedder
 from memory_core.gardener.proposals import CATEGORIES
 from memory_core.gardener.triage.run import MANIFEST_FILE, TriageReport, run_triage
@@ -70,7 +73,16 @@ def triage_unless_kept(
     started = time.perf_counter()
     config = config or TriageConfig()
     code = memo.code_digest(
-        [memory_core.gardener, memory_core.concepts, store_schema], config, embedder.vector_key()
+        [
+            memory_core.gardener,
+            memory_core.concepts,
+            memory_core.ontology,
+            memory_core.ids,
+            memory_core.store.fingerprint,
+            store_schema,
+        ],
+        config,
+        embedder.vector_key(),
     )
     manifest = store.path(*MANIFEST_FILE)
     kept = memo.kept(store, _MEMO, memo.tables_key(store, TRIAGE_TABLES, code))
@@ -90,4 +102,6 @@ def as_rerun(figures: Mapping[str, object]) -> dict:
     same = sum(int(written.pop(k, 0)) for k in ("inserted", "updated", "revived", "unchanged"))
     if "staled" in written:
         written["staled"] = 0
-    return {**figures, "written": {**written, "unchanged": same}}
+    if same:
+        written["unchanged"] = same
+    return {**figures, "written": written}
