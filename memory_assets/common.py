@@ -231,15 +231,6 @@ def evaluate_contracts(
         except Exception as exc:  # noqa: BLE001 - a contract's own failure is its check's result
             error = f"{type(exc).__name__}: {exc}"
             context.log.error(f"check {contract.name} on {asset} could not be evaluated: {error}")
-            results.append(
-                dg.AssetCheckResult(
-                    passed=False,
-                    severity=contract.severity,
-                    metadata={"error": error},
-                    asset_key=asset,
-                    check_name=contract.name,
-                )
-            )
-            continue
+            result = CheckResult(False, {"error": error})
         results.append(check_result(result, contract.severity, asset, contract.name))
     return results

@@ -369,15 +369,19 @@ def ingest_file(
     source_format: str,
     record_id: str | None = None,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+    sha256: str | None = None,
 ) -> IngestReport:
-    """Parse `path` and write it to `store`'s source database. Raises InputError for an unusable file."""
+    """Parse `path` and write it to `store`'s source database (`sha256`: its content's, when the caller has
+    just hashed it). Raises InputError for an unusable file."""
     path = Path(path)
     if source_format not in PARSERS:
         raise InputError(f"unknown format {source_format!r}; choose one of {', '.join(PARSERS)}")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     started = time.perf_counter()
-    report = IngestReport(path=str(path), source_format=source_format, file_sha256=file_sha256(path))
+    report = IngestReport(
+        path=str(path), source_format=source_format, file_sha256=sha256 or file_sha256(path)
+    )
     parser = PARSERS[source_format]
     engine = store.source
     started_at = utcnow()

@@ -80,13 +80,15 @@ def ingest_source(store: CorpusStore, source: CorpusSource, max_message_chars: i
     count what the corpus now holds."""
     started = time.perf_counter()
     path = Path(source.path)
-    key = _ingest_key(store, source, max_message_chars, file_sha256(path)) if path.is_file() else None
-    kept = memo.kept(store, _MEMO, key) if key else None
+    sha = file_sha256(path) if path.is_file() else None  # (no file: ingest_file says so)
+    kept = memo.kept(store, _MEMO, _ingest_key(store, source, max_message_chars, sha)) if sha else None
     if kept is not None:
         report = replace(IngestReport(**kept), seconds=time.perf_counter() - started)
     else:
-        report = ingest_file(store, source.path, source.source_format, source.record_id, max_message_chars)
-        # kept under the content it parsed (a file replaced meanwhile is another key: parsed next time)
+        report = ingest_file(
+            store, source.path, source.source_format, source.record_id, max_message_chars, sha256=sha
+        )
+        # kept under the content it hashed (a file replaced meanwhile is another key: parsed next time)
         after = _ingest_key(store, source, max_message_chars, report.file_sha256)
         memo.keep(store, _MEMO, after, _as_reingested(report).as_dict())
     stats = corpus_stats(store)

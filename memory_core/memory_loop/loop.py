@@ -92,7 +92,7 @@ from memory_core.store.schema import (
 _IN_CHUNK = 500
 # what a run reads and writes (a write to any of them is a new run's work)
 # `residuals` is not among them: it holds other stages' rows too (topics and domains rewrite theirs after the
-# loop), and of the loop's own only what is pending matters, which a kept run checks directly (`_pending_ids`)
+# loop), and of the loop's own only what is pending matters, which a kept run checks directly (`_any_pending`)
 LOOP_TABLES = (
     ("source", "messages"),
     *(
@@ -132,6 +132,11 @@ def _pending_query() -> Select:
             mentions.c.mention_id,
         )
     )
+
+
+def _any_pending(store: CorpusStore) -> bool:
+    with store.staging.connect() as conn:
+        return conn.execute(_pending_query().limit(1)).first() is not None
 
 
 def _pending_ids(store: CorpusStore) -> list[str]:
@@ -283,7 +288,7 @@ def consolidate(
         ],
         config,
     )
-    if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None and not _pending_ids(
+    if memo.kept(store, _MEMO, memo.tables_key(store, LOOP_TABLES, code)) is not None and not _any_pending(
         store
     ):
         return _unchanged(store, run_id)
@@ -299,7 +304,7 @@ def _at_rest(store: CorpusStore) -> bool:
     """Nothing pending and no row behind the log: what a fixed point is, checked rather than assumed."""
     with store.staging.connect() as conn:
         behind = conn.execute(select(concept_rows_behind.c.concept_id).limit(1)).first()
-    return behind is None and not _pending_ids(store)
+    return behind is None and not _any_pending(store)
 
 
 def _unchanged(store: CorpusStore, run_id: str | None) -> LoopReport:

@@ -39,9 +39,9 @@ from memory_core.revision.history import (
     build_history,
     rule_verdict,
 )
-from memory_core.revision.invalidation import ACTOR, enqueue_repairs
+from memory_core.revision.invalidation import ACTOR, concepts_in_dispute, enqueue_repairs
 from memory_core.store.db import CorpusStore, utcnow
-from memory_core.store.schema import canonical_concepts, claims, concept_evidence, fact_states
+from memory_core.store.schema import canonical_concepts, claims, fact_states
 
 RULE_ONLY = "rules"
 _CUE_CONTEXT = 80  # characters before a claim's span read for a change cue ("We finally moved! I live ...")
@@ -304,22 +304,9 @@ def _claim_statuses(conn, desired: dict[str, StateDraft], recorded: dict[str, di
 def _queue_settled_disputes(conn, opponents: set[str], now: datetime, report) -> None:
     """A repair for each live concept still marked disputed that no disputed claim touches any more (its
     conflict was superseded or edited away): the repair worker settles it. One a disputed claim still
-    touches — attributed to it, or read off its active evidence's mentions — is left: the worker would not
-    settle it either, and queueing it every run would be a write every run."""
-    touched = set(opponents)
-    mention_ids = set()
-    for concept_id, mention_id in conn.execute(
-        select(claims.c.concept_id, claims.c.mention_id).where(claims.c.state == "disputed")
-    ):
-        touched |= {concept_id} if concept_id else set()
-        mention_ids |= {mention_id} if mention_id else set()
-    if mention_ids:
-        ce = concept_evidence.c
-        touched |= set(
-            conn.execute(
-                select(ce.concept_id).where(ce.mention_id.in_(sorted(mention_ids)), ce.status == "active")
-            ).scalars()
-        )
+    touches is left: the worker would not settle it either, and queueing it every run would be a write
+    every run."""
+    touched = opponents | concepts_in_dispute(conn)
     cc = canonical_concepts.c
     stale = [
         cid

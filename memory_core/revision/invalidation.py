@@ -31,7 +31,7 @@ from memory_core.ontology.concepts import ConceptHypothesis
 from memory_core.reports import Figures
 from memory_core.revision.grounding import grounding, source_messages
 from memory_core.store.db import CorpusStore
-from memory_core.store.schema import concept_evidence, repair_queue, segments
+from memory_core.store.schema import claims, concept_evidence, repair_queue, segments
 
 ACTOR = "revision"
 REPAIR_TRUST = ("weakened", "disputed", "broken", "stale")
@@ -97,6 +97,26 @@ def revise_concept(
     if seen:
         updates["first_seen"], updates["last_seen"] = min(seen), max(seen)
     return {k: v for k, v in updates.items() if getattr(concept, k) != v}
+
+
+def concepts_in_dispute(conn) -> set[str]:
+    """Concepts a disputed claim touches: the one it is attributed to (a claim read off a message beside any
+    mention is its concept's too) and those holding its mention as active evidence. fact_states disputes
+    them; the repair worker does not settle them."""
+    touched, mention_ids = set(), set()
+    for concept_id, mention_id in conn.execute(
+        select(claims.c.concept_id, claims.c.mention_id).where(claims.c.state == "disputed")
+    ):
+        touched |= {concept_id} if concept_id else set()
+        mention_ids |= {mention_id} if mention_id else set()
+    if mention_ids:
+        ce = concept_evidence.c
+        touched |= set(
+            conn.execute(
+                select(ce.concept_id).where(ce.mention_id.in_(sorted(mention_ids)), ce.status == "active")
+            ).scalars()
+        )
+    return touched
 
 
 def enqueue_repairs(conn, concepts: list[ConceptHypothesis], reasons: dict[str, str], now: datetime) -> int:

@@ -20,7 +20,7 @@ from memory_core.ids import stable_uuid
 from memory_core.ontology.concepts import FACT_TYPES, LIVE_STATES, ConceptHypothesis, EvidenceSpan
 from memory_core.ontology.titles import fact_title
 from memory_core.revision.grounding import source_messages
-from memory_core.revision.invalidation import supported_confidence
+from memory_core.revision.invalidation import concepts_in_dispute, supported_confidence
 from memory_core.store.db import CorpusStore
 from memory_core.store.schema import claims, concept_evidence, mentions, segments
 
@@ -55,15 +55,12 @@ class _Context:
                 for p in spans or []:
                     self.pieces[p["message_id"]].append((seg_id, p["start"], p["end"]))
             self.claims: dict[str, list[dict]] = defaultdict(list)  # mention → its grounded claims
-            # concepts with a disputed claim attributed to them, as fact_states disputes them (a claim read
-            # off a message beside any mention is the concept's too): a repair does not settle those
-            self.disputed_concepts: set[str] = set()
             for r in conn.execute(
                 select(claims).where(claims.c.state.in_(("active", "disputed")))
             ).mappings():
                 self.claims[r["mention_id"]].append(dict(r))
-                if r["state"] == "disputed" and r["concept_id"]:
-                    self.disputed_concepts.add(r["concept_id"])
+            # as fact_states disputes them: a repair does not settle those
+            self.disputed_concepts = concepts_in_dispute(conn)
         self._mentions: dict[str, dict] = {}
 
     def segment_for(self, message_id: str, start: int, end: int) -> str | None:
