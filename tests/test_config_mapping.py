@@ -78,7 +78,10 @@ def _nested_fields(core: Callable[[], object]) -> list[str]:
 CONFIGS: dict[str, Maps] = {
     "MessagesConfig": Maps(
         core=lambda: _mod("memory_core.ingest.loader").ingest_file,
-        unexposed={"record_id": "the registered corpus's record, not run config"},
+        unexposed={
+            "record_id": "the registered corpus's record, not run config",
+            "sha256": "the stage's own hash of the file (one hash for the memo key and the ingest)",
+        },
     ),
     "SegmentsConfig": Maps(
         core=lambda: _mod("memory_core.segments").build_segments,
