@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from memory_core.settings import DAGSTER_HOME, DAGSTER_PG_URL, use_dagster_home
 from memory_core.store.db import MemoryHome
@@ -33,6 +34,15 @@ def instance_config_text(postgres: bool) -> str:
     end = text.index("\n\n", start) + 1
     storage = template(POSTGRES_STORAGE_TEMPLATE).read_text(encoding="utf-8")
     return text[:start] + storage + text[end:]
+
+
+def local_storage(base_dir: str) -> dict:
+    """The packaged instance's SQLite `storage:` stanza with its files under `base_dir`: a temporary instance
+    (`dg.instance_for_test(overrides={"storage": ...})`, tests and benchmarks) stores runs as the product does."""
+    storage = yaml.safe_load(instance_config_text(postgres=False))["storage"]
+    (config,) = (entry["config"] for entry in storage.values())
+    config["base_dir"] = base_dir
+    return storage
 
 
 def ensure_dagster_home(home: MemoryHome) -> Path:

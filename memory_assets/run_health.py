@@ -30,6 +30,7 @@ from typing import TextIO, TypeVar
 
 import dagster as dg
 from dagster._core.events import DagsterEventType
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 
 from memory_core.processes import ProcessIdentity, pid_alive, process_start_time
 from memory_core.store.db import CorpusStore
@@ -66,7 +67,7 @@ def _tagged_process(run: dg.DagsterRun) -> ProcessIdentity | None:
 
 
 def _local_storage(instance: dg.DagsterInstance) -> bool:
-    return type(instance.run_storage).__name__.lower().startswith("sqlite")
+    return isinstance(instance.run_storage, SqliteRunStorage)  # the packaged instance's kept-open one too
 
 
 def run_alive(instance: dg.DagsterInstance, record: dg.RunRecord) -> bool | None:

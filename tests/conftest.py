@@ -30,7 +30,10 @@ def home(tmp_path, monkeypatch) -> MemoryHome:
 def instance(home):
     import dagster as dg
 
-    with dg.instance_for_test(temp_dir=os.environ["DAGSTER_HOME"]) as inst:
+    from memory_assets.instance import local_storage
+
+    temp_dir = os.environ["DAGSTER_HOME"]  # the product's storage (memory_assets/instance_storage.py)
+    with dg.instance_for_test(temp_dir=temp_dir, overrides={"storage": local_storage(temp_dir)}) as inst:
         yield inst
 
 

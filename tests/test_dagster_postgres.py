@@ -14,7 +14,8 @@ def test_the_instance_template_swaps_only_its_storage():
     from memory_assets.instance import instance_config_text
 
     sqlite, postgres = instance_config_text(postgres=False), instance_config_text(postgres=True)
-    assert "sqlite:" in sqlite and "sqlite:" not in postgres and "env: DAGSTER_PG_URL" in postgres
+    assert "class: KeptOpenSqliteStorage" in sqlite and "KeptOpenSqlite" not in postgres
+    assert "env: DAGSTER_PG_URL" in postgres
     tail = sqlite[sqlite.index("concurrency:") :]
     assert postgres.endswith(tail)  # the run coordinator, limits and monitoring are the same
 

@@ -9,8 +9,9 @@ untimed model load; float32, sentence-transformers' own arithmetic, whatever the
 build's arithmetic is not float32 (`MEMORY_OS_EMBED_PRECISION`, bfloat16 by default where the CPU has it),
 the same turns embedded at that arithmetic are a second floor, reported beside the first. The build: a
 fresh process (`--worker`) that builds the haystack into a fresh memory home with every asset of the code
-location through the project's runner — the way `memory-os materialize` runs, imports and the model's load
-included — then materialises it again unchanged. Its wall time, per-asset
+location through the project's runner on the packaged Dagster instance (its dagster.yaml in the fresh home) —
+the way `memory-os materialize` runs, imports and the model's load included — then materialises it again
+unchanged. Its wall time, per-asset
 seconds (Dagster's step events) and the topic tuner's figures come back as JSON. Fresh homes share one numba
 cache folder (linked as `<home>/cache/numba`), compiled by an untimed first build: a user's machine compiles
 UMAP's kernels once, not per corpus (the first compile is printed separately). The embedding cache is the
@@ -50,19 +51,21 @@ STAGES_SHOWN = (
 def worker(data: str, question_id: str, home_dir: str, numba: str | None, embedder: str) -> dict:
     """Build one haystack in a fresh home (this process), then again unchanged; figures as a dict."""
     started = time.perf_counter()
-    import dagster as dg
 
     from evals.datasets import load_longmemeval, select
     from evals.pipeline import pipeline_corpus_builder
+    from memory_assets.instance import memory_instance
     from memory_assets.runner import CorpusRunner
+    from memory_core.settings import use_dagster_home
     from memory_core.store.db import MemoryHome
 
     (haystack,) = select(load_longmemeval(data), question_ids=[question_id])
     home = MemoryHome.resolve(Path(home_dir))
     if numba:
         home.cache_dir.joinpath("numba").symlink_to(numba, target_is_directory=True)
-    (Path(home_dir) / "dagster").mkdir(parents=True, exist_ok=True)
-    with dg.instance_for_test(temp_dir=str(Path(home_dir) / "dagster")) as instance:
+    # the instance `memory-os materialize` uses (the packaged dagster.yaml, its storage included), in the home
+    use_dagster_home(Path(home_dir) / "dagster")
+    with memory_instance(home) as instance:
         resources = {}
         if embedder == "hashing":  # tests: the build's own embedder is the floor's
             from memory_resources.embeddings import EmbeddingsResource

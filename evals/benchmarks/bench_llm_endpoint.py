@@ -172,6 +172,7 @@ def run(
     import dagster as dg
     from sqlalchemy import func, select
 
+    from memory_assets.instance import local_storage
     from memory_assets.runner import CorpusRunner
     from memory_core.corpora import plan_corpora
     from memory_core.llm.factory import build_llm_client
@@ -200,7 +201,10 @@ def run(
             )
         else:
             sources = plan_corpora("llm-bench", _first_conversations(export, conversations, Path(tmp)))
-        with dg.instance_for_test(temp_dir=str(Path(tmp) / "dagster")) as instance:
+        with dg.instance_for_test(
+            temp_dir=str(Path(tmp) / "dagster"),
+            overrides={"storage": local_storage(str(Path(tmp) / "dagster"))},
+        ) as instance:
 
             def runner_for(resource):
                 resources = {"llm": resource or llm, "embeddings": EmbeddingsResource(provider=embeddings)}

@@ -51,6 +51,7 @@ def _build(
 ) -> float:
     import dagster as dg
 
+    from memory_assets.instance import local_storage
     from memory_assets.runner import CorpusRunner
     from memory_core.corpora import plan_corpora
     from memory_core.store.db import MemoryHome
@@ -59,7 +60,9 @@ def _build(
     home = MemoryHome.resolve(home_dir)
     overrides = {"embeddings": EmbeddingsResource(provider="hashing", hashing_dim=384)} if hashing else {}
     (home_dir / "dagster").mkdir(parents=True, exist_ok=True)
-    with dg.instance_for_test(temp_dir=str(home_dir / "dagster")) as instance:
+    with dg.instance_for_test(
+        temp_dir=str(home_dir / "dagster"), overrides={"storage": local_storage(str(home_dir / "dagster"))}
+    ) as instance:
         runner = CorpusRunner(home, instance, resources=overrides)
         runner.register(plan_corpora(name, path, fmt, record_id))
         run = runner.materialize(name, selection)

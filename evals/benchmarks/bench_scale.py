@@ -123,6 +123,7 @@ def build_and_measure(root: Path, n: int, queries: int, stages: list[str] = STAG
     """In a process of its own: generate, build, query; the figures of this size."""
     import dagster as dg
 
+    from memory_assets.instance import local_storage
     from memory_assets.runner import CorpusRunner
     from memory_core.corpora import plan_corpora
     from memory_core.store.db import MemoryHome
@@ -137,7 +138,9 @@ def build_and_measure(root: Path, n: int, queries: int, stages: list[str] = STAG
     home = MemoryHome.resolve(root / "home")
     (root / "dagster").mkdir(exist_ok=True)
     hashing = EmbeddingsResource(provider="hashing", hashing_dim=384)
-    with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
+    with dg.instance_for_test(
+        temp_dir=str(root / "dagster"), overrides={"storage": local_storage(str(root / "dagster"))}
+    ) as instance:
         runner = CorpusRunner(home, instance, resources={"embeddings": hashing})
         runner.register(plan_corpora("scale", export, "chatgpt"))
         run = runner.materialize("scale", stages, progress=sys.stderr)
