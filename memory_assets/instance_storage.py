@@ -7,7 +7,15 @@ statement cache, then closed. A run stores ~200 events (an unchanged corpus rebu
 at three events each), and that connection churn was most of what an unchanged rebuild cost
 (bench_build_floor, issue 19). These storages are Dagster's own — the same files, schema, migrations and
 locking — with one engine per database file, kept for the process: at most `MAX_OPEN_SHARDS` run shards
-open at once (the webserver reads many runs), none carried across a fork, all closed before a wipe.
+open at once (the webserver reads many runs), none used across a fork, all closed before a wipe.
+
+Two consequences of a connection that stays open, handled here:
+- A run shard's new events stay in its write-ahead log (`<run>.db-wal`) instead of being checkpointed into
+  `<run>.db` when the last connection closes, and Dagster's live run-log watch (the UI's subscription) waits
+  for `<run>.db` to change: the watch here also follows the `-wal` file. (A UI on Dagster's own storage over
+  the same folder would miss live events of a run written here until it ends: both read one dagster.yaml.)
+- `dagster run wipe` in another process deletes shard files this process may hold open: its events then go
+  to the deleted files. Stop the UI and daemon before wiping a SQLite instance (as for any SQLite tool).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
     SqliteEventLogStorage,
+    SqliteEventLogStorageWatchdog,
 )
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
@@ -35,6 +44,7 @@ from dagster._core.storage.sqlite_storage import (
 )
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
+from watchdog.observers import Observer
 
 MAX_OPEN_SHARDS = 16  # run-shard databases a process keeps open (LRU); the index shard counts as one
 
@@ -53,7 +63,11 @@ class _Engines:
         with self._lock:
             engine = self._engines.get(conn_string)
             if engine is None:
-                engine = create_engine(conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
+                engine = (
+                    create_engine(  # as many connections as threads ask for, as Dagster's NullPool allowed
+                        conn_string, max_overflow=-1, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
+                    )
+                )
                 self._engines[conn_string] = engine
                 while len(self._engines) > self.limit:
                     self._engines.popitem(last=False)[1].dispose()
@@ -69,12 +83,18 @@ class _Engines:
 
 
 _KEPT: weakref.WeakSet[_Engines] = weakref.WeakSet()
+# a forked child's inherited engines: never used and never closed, since closing a sqlite3 connection in the
+# child (its file locks are not inherited) could checkpoint or delete a write-ahead log the parent still uses
+_INHERITED: list[Engine] = []
 
 
 def _forget_in_child() -> None:
-    """A forked child must not share its parent's sqlite3 connections: it opens its own."""
+    """A forked child opens its own connections. Its lock is new: another thread of the parent may have held
+    the old one at the fork."""
     for engines in list(_KEPT):
-        engines.close(close_connections=False)
+        engines._lock = threading.Lock()
+        _INHERITED.extend(engines._engines.values())
+        engines._engines = OrderedDict()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -113,9 +133,31 @@ class KeptOpenSqliteEventLogStorage(SqliteEventLogStorage):
             self._engines.close()  # the run shards' files are deleted next
         super().wipe()
 
+    def watch(self, run_id: str, cursor: str | None, callback) -> None:
+        # Dagster's, with a watchdog that also follows the shard's write-ahead log
+        if not self._obs:
+            self._obs = Observer()
+            self._obs.start()
+        watchdog = _ShardWatchdog(self, run_id, callback, cursor)
+        self._watchers[run_id][callback] = (
+            watchdog,
+            self._obs.schedule(watchdog, self._base_dir, recursive=True),
+        )
+
     def dispose(self) -> None:
+        super().dispose()  # the watch thread first: it reads through the engines
         self._engines.close()
-        super().dispose()
+
+
+class _ShardWatchdog(SqliteEventLogStorageWatchdog):
+    """Dagster's run-log watchdog, woken by writes to the shard or to its write-ahead log."""
+
+    @property
+    def patterns(self) -> list[str]:
+        return [self._log_path, f"{self._log_path}-wal"]
+
+    def on_modified(self, event) -> None:
+        self._process_log()
 
 
 class KeptOpenSqliteRunStorage(SqliteRunStorage):

@@ -3,7 +3,10 @@ its database connections kept open instead of one per stored event."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+import time
 
 import dagster as dg
 import pytest
@@ -113,21 +116,61 @@ def test_a_wipe_closes_what_it_deletes(tmp_path):
         _run(instance)
         instance.wipe()
         assert not instance.get_runs()
-        assert not [f for f in os.listdir(tmp_path / "history" / "runs") if f.endswith(".db") and f != "index.db"]
+        assert not [
+            f for f in os.listdir(tmp_path / "history" / "runs") if f.endswith(".db") and f != "index.db"
+        ]
         again = _run(instance).run_id
         assert [r.run_id for r in instance.get_runs()] == [again]
 
 
 def test_a_forked_child_opens_its_own_connections(tmp_path):
+    """The child never uses nor closes the parent's sqlite3 connections (closing one there could checkpoint or
+    delete a write-ahead log the parent uses): it keeps them open, unused, and opens its own."""
     with _instance(tmp_path, local_storage(str(tmp_path))) as instance:
         first = _run(instance).run_id
         engines = instance.event_log_storage._engines
         assert engines._engines
         pid = os.fork()
-        if pid == 0:  # the child: nothing of the parent's kept, and the storage still answers
-            code = 0 if not engines._engines and instance.get_run_by_id(first) is not None else 1
-            os._exit(code)
+        if pid == 0:
+            gc.collect()
+            inherited = _open_files(tmp_path)
+            ok = not engines._engines and "index.db" in inherited
+            ok = (
+                ok
+                and instance.get_run_by_id(first) is not None
+                and len(_open_files(tmp_path)) > len(inherited)
+            )
+            os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert engines._engines  # the parent's are untouched
         assert instance.get_run_by_id(first).is_success
+
+
+def _open_files(folder) -> list[str]:
+    """The files of `folder` this process holds open (one entry per descriptor)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)):
+                out.append(os.path.basename(target))
+    return out
+
+
+def test_a_watcher_sees_a_runs_events_as_they_are_stored(tmp_path):
+    """The UI follows a run's log live (`watch_event_logs`, another process's instance over the same folder):
+    the events stay in the shard's write-ahead log while its connection is open, and the watch sees them."""
+    storage = local_storage(str(tmp_path))
+    with _instance(tmp_path, storage) as writer, _instance(tmp_path, storage) as watcher:
+        run = writer.get_run_by_id(_run(writer).run_id)
+        seen: list[str] = []
+        watcher.watch_event_logs(run.run_id, None, lambda entry, _cursor: seen.append(entry.message or ""))
+        time.sleep(0.5)
+        for i in range(5):
+            writer.report_engine_event(f"live {i}", dagster_run=run)
+            time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum("live" in m for m in seen) < 5:
+            time.sleep(0.1)
+        assert [m for m in seen if m.startswith("live")] == [f"live {i}" for i in range(5)]
