@@ -40,8 +40,8 @@ def local_storage(base_dir: str) -> dict:
     """The packaged instance's SQLite `storage:` stanza with its files under `base_dir`: a temporary instance
     (`dg.instance_for_test(overrides={"storage": ...})`, tests and benchmarks) stores runs as the product does."""
     storage = yaml.safe_load(instance_config_text(postgres=False))["storage"]
-    (config,) = (entry["config"] for entry in storage.values())
-    config["base_dir"] = base_dir
+    (entry,) = storage.values()  # `sqlite: {base_dir}` or `custom: {module, class, config: {base_dir}}`
+    entry.get("config", entry)["base_dir"] = base_dir
     return storage
 
 

@@ -107,10 +107,6 @@ class KeptOpenSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines = _Engines(MAX_OPEN_SHARDS)
         super().__init__(base_dir, inst_data=inst_data)
 
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):  # ty: ignore[invalid-method-override]
-        return cls(inst_data=inst_data, **config_value)
-
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         # as Dagster's: under the storage's lock, a shard's database created on its first use
@@ -166,10 +162,6 @@ class KeptOpenSqliteRunStorage(SqliteRunStorage):
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None):
         self._engines = _Engines(1)
         super().__init__(conn_string, inst_data=inst_data)
-
-    @classmethod
-    def from_config_value(cls, inst_data, config_value):  # ty: ignore[invalid-method-override]
-        return cls.from_local(inst_data=inst_data, **config_value)
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:

@@ -24,12 +24,7 @@ class TopicQualityBoundsConfig(dg.Config):
     )
 
     def bounds(self) -> contracts.TopicQualityBounds:
-        return contracts.TopicQualityBounds(
-            silhouette_min=self.silhouette_min,
-            silhouette_max=self.silhouette_max,
-            noise_ratio_min=self.noise_ratio_min,
-            noise_ratio_max=self.noise_ratio_max,
-        )
+        return contracts.TopicQualityBounds(**self.model_dump())  # the same fields (test_config_mapping)
 
 
 TOPICS = (
