@@ -12,14 +12,17 @@ open at once (the webserver reads many runs), none used across a fork, all close
 Two consequences of a connection that stays open, handled here:
 - A run shard's new events stay in its write-ahead log (`<run>.db-wal`) instead of being checkpointed into
   `<run>.db` when the last connection closes, and Dagster's live run-log watch (the UI's subscription) waits
-  for `<run>.db` to change: the watch here also follows the `-wal` file. (A UI on Dagster's own storage over
-  the same folder would miss live events of a run written here until it ends: both read one dagster.yaml.)
+  for `<run>.db` to change. So each stored event touches `<run>.db` once its transaction has committed (an
+  inotify attribute event, which the watch takes as a change). The `-wal` file itself is no signal: sqlite
+  writes it before the commit is visible to readers (the wal-index is updated after), so a watch woken by
+  it could read too early and then miss a run's last event.
 - `dagster run wipe` in another process deletes shard files this process may hold open: its events then go
   to the deleted files. Stop the UI and daemon before wiping a SQLite instance (as for any SQLite tool).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -27,11 +30,11 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
     SqliteEventLogStorage,
-    SqliteEventLogStorageWatchdog,
 )
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
@@ -44,7 +47,6 @@ from dagster._core.storage.sqlite_storage import (
 )
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
-from watchdog.observers import Observer
 
 MAX_OPEN_SHARDS = 16  # run-shard databases a process keeps open (LRU); the index shard counts as one
 
@@ -129,31 +131,15 @@ class KeptOpenSqliteEventLogStorage(SqliteEventLogStorage):
             self._engines.close()  # the run shards' files are deleted next
         super().wipe()
 
-    def watch(self, run_id: str, cursor: str | None, callback) -> None:
-        # Dagster's, with a watchdog that also follows the shard's write-ahead log
-        if not self._obs:
-            self._obs = Observer()
-            self._obs.start()
-        watchdog = _ShardWatchdog(self, run_id, callback, cursor)
-        self._watchers[run_id][callback] = (
-            watchdog,
-            self._obs.schedule(watchdog, self._base_dir, recursive=True),
-        )
+    def store_event(self, event: EventLogEntry) -> None:
+        super().store_event(event)
+        # wakes live watchers of the run only now that the event is visible to their reads
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(self.path_for_shard(event.run_id))
 
     def dispose(self) -> None:
         super().dispose()  # the watch thread first: it reads through the engines
         self._engines.close()
-
-
-class _ShardWatchdog(SqliteEventLogStorageWatchdog):
-    """Dagster's run-log watchdog, woken by writes to the shard or to its write-ahead log."""
-
-    @property
-    def patterns(self) -> list[str]:
-        return [self._log_path, f"{self._log_path}-wal"]
-
-    def on_modified(self, event) -> None:
-        self._process_log()
 
 
 class KeptOpenSqliteRunStorage(SqliteRunStorage):

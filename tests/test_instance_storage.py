@@ -160,7 +160,8 @@ def _open_files(folder) -> list[str]:
 
 def test_a_watcher_sees_a_runs_events_as_they_are_stored(tmp_path):
     """The UI follows a run's log live (`watch_event_logs`, another process's instance over the same folder):
-    the events stay in the shard's write-ahead log while its connection is open, and the watch sees them."""
+    the events stay in the shard's write-ahead log while its connection is open, and the watch sees each of
+    them, the last included (it is woken once the event's commit is visible, not when the log is written)."""
     storage = local_storage(str(tmp_path))
     with _instance(tmp_path, storage) as writer, _instance(tmp_path, storage) as watcher:
         run = writer.get_run_by_id(_run(writer).run_id)
