@@ -15,7 +15,7 @@ paths of one phase see each other only through what they leave on the state, in 
   to the concept path), **concept** (concepts by their "{title}: {description}" vectors and by BM25 over
   titles, descriptions, aliases and their evidence messages in context, plus those routed from topics,
   lent more when their type is one the question's wording asks for (`question_types`); their EVIDENCE_FOR
-  messages weighted by evidence confidence);
+  messages weighted by evidence confidence, and a hub concept's (many of them) by closeness to the question);
 - LIFT — **speaker**: messages written by a participant the question names, only where a MATCH path found
   something (naming someone must not return everything they wrote);
 - CONTEXT — **graph**: NEXT/PREVIOUS around the strongest fused messages lend them part of their score
@@ -162,22 +162,63 @@ def _asked_type_factor(state: QueryState) -> np.ndarray | float:
 
 
 def concept(state: QueryState) -> np.ndarray:
+    """The strongest concepts lend their score to their evidence messages, weighted by evidence confidence;
+    a concept with many of them lends it by how close each is to the question (`_evidence_shares`)."""
     out = state.zeros()
     score = _concept_scores(state) * _asked_type_factor(state)
     top = [int(i) for i in top_positions(score, state.settings.concepts_used) if score[i] > 0]
-    concept_ids, index, visible = state.concepts.ids, state.table.index, state.visible
-    evidence: dict[int, list[str]] = {}
-    for ci in top:
-        found = []
-        for mid, confidence in state.adjacency.evidence_messages(concept_ids[ci]):
-            mi = index.get(mid)
-            if mi is None or not visible[mi]:
-                continue
-            out[mi] = max(out[mi], float(score[ci]) * (0.5 + 0.5 * confidence))
-            found.append(mid)
-        evidence[ci] = found
-    state.concept_match = ConceptMatch(score, top, evidence)
+    evidence = {ci: _visible_evidence(state, state.concepts.ids[ci]) for ci in top}
+    ranked_from = state.settings.concept_evidence_ranked_from
+    ranked = [found for found in evidence.values() if 0 < ranked_from <= len(found)]
+    closeness = _question_closeness(state, [mid for found in ranked for _, mid, _ in found])
+    for ci, found in evidence.items():
+        shares = _evidence_shares([mid for _, mid, _ in found], closeness, ranked_from)
+        for (mi, _, confidence), share in zip(found, shares, strict=True):
+            out[mi] = max(out[mi], float(score[ci]) * (0.5 + 0.5 * confidence) * share)
+    state.concept_match = ConceptMatch(
+        score, top, {ci: [mid for _, mid, _ in found] for ci, found in evidence.items()}
+    )
     return out
+
+
+def _visible_evidence(state: QueryState, concept_id: str) -> list[tuple[int, str, float]]:
+    """(message position, message id, evidence confidence) of a concept's evidence the question may see."""
+    index, visible = state.table.index, state.visible
+    found = []
+    for mid, confidence in state.adjacency.evidence_messages(concept_id):
+        mi = index.get(mid)
+        if mi is not None and visible[mi]:
+            found.append((mi, mid, confidence))
+    return found
+
+
+def _question_closeness(state: QueryState, message_ids: list[str]) -> dict[str, float]:
+    """Each message's cosine to the question, from the vectors the messages index holds (none without one)."""
+    index = state.reader.vectors("messages")
+    if not message_ids or index is None or not index.size:
+        return {}
+    known = [
+        (mid, p) for mid, p in zip(message_ids, index.positions(message_ids), strict=True) if p is not None
+    ]
+    if not known:
+        return {}
+    sims = index.vectors([p for _, p in known]) @ state.vectors.of(index)
+    return {mid: float(s) for (mid, _), s in zip(known, sims, strict=True)}
+
+
+def _evidence_shares(message_ids: list[str], closeness: dict[str, float], ranked_from: int) -> list[float]:
+    """The share of its concept's score each evidence message gets: all of it for a concept with fewer than
+    `ranked_from` (0: any number) — a fact's evidence is the fact; for a hub concept (a person, a project),
+    its evidence min-max scaled by closeness to the question, which picks what the question asks among the
+    many things said of it (a message the index lacks gets none; without closeness, all of it)."""
+    if ranked_from <= 0 or len(message_ids) < ranked_from:
+        return [1.0] * len(message_ids)
+    sims = [closeness.get(mid) for mid in message_ids]
+    known = [s for s in sims if s is not None]
+    if not known or max(known) <= min(known):
+        return [1.0] * len(message_ids)
+    lo, hi = min(known), max(known)
+    return [0.0 if s is None else (s - lo) / (hi - lo) for s in sims]
 
 
 # ------------------------------------------------------------------------------------------ LIFT

@@ -51,6 +51,10 @@ class RetrievalSettings:
     # messages in context); on LoCoMo conv-26 (tune), recall_frac@5 0.7133 / 0.7200 / 0.7200 / 0.7200 at
     # 0.5 / 0.4 / 0.3 / 0.2, and of the three tied 0.4 has the best ndcg@10 (0.6238 / 0.6229 / 0.6226)
     concept_vector_share: float = 0.4
+    # the concept path's last step: a concept with at least this many visible evidence messages lends its
+    # score by their closeness to the question (0: every evidence message all of it); chosen on the tune side
+    # of both dev sets (evals/README, "A hub concept's evidence ranked by the question")
+    concept_evidence_ranked_from: int = 3
 
     def __post_init__(self) -> None:
         _check_names([*self.weights, *self.off])

@@ -393,3 +393,54 @@ def test_the_concept_type_a_question_asks_for_routes_it(home, tmp_path):
     assert untyped[0].source_ref == "m1"  # the shorter goal statement matches the words better
     wants = query_memory("What does Dana want to do in Porto?", store, k=1).items
     assert wants[0].source_ref == "m1"
+
+
+def test_a_hub_concepts_evidence_is_lent_by_closeness_to_the_question(home, tmp_path):
+    """A concept with many evidence messages lends its score by how close each is to the question, so the
+    concept path alone puts the message the question asks about first; a concept with fewer keeps lending
+    all of it to each (here Max's two messages are a hub at `concept_evidence_ranked_from=2`)."""
+    from dataclasses import replace
+
+    from memory_core.embeddings import HashingEmbedder
+    from memory_core.memory_loop.loop import LoopConfig, consolidate
+    from memory_core.memory_loop.router import RouterRules
+    from memory_core.vector_index import build_family_index
+    from tests.loop_samples import build_corpus
+
+    store = home.corpus("dana")
+    build_corpus(store, tmp_path)
+    consolidate(store, HashingEmbedder(), LoopConfig(rules=RouterRules(alias_attach_similarity=0.3)))
+    build_family_index(store, "messages", HashingEmbedder())
+    concept_only = RetrievalSettings().without(*(p for p in PATH_NAMES if p != "concept"))
+
+    def concept_scores(question: str, ranked_from: int) -> dict[str, float]:
+        settings = replace(concept_only, concept_evidence_ranked_from=ranked_from)
+        return {
+            i.source_ref: i.channel_scores["concept"]
+            for i in query_memory(question, store, k=5, settings=settings).items
+        }
+
+    shoes, digging = "Max and the running shoes", "What did Max dig up?"
+    # Max's evidence: m3 (digging up the tomato beds) and m9 (ate the running shoes), same confidence
+    assert concept_scores(shoes, 0)["m3"] == concept_scores(shoes, 0)["m9"] == 1.0
+    assert concept_scores(shoes, 3)["m3"] == concept_scores(shoes, 3)["m9"]  # two are not a hub at 3
+    ranked = concept_scores(shoes, 2)
+    assert list(ranked)[0] == "m9" and ranked["m9"] == 1.0 > ranked["m3"]
+    assert list(concept_scores(digging, 2))[0] == "m3"
+
+
+@pytest.mark.parametrize(
+    ("ids", "closeness", "ranked_from", "shares"),
+    [
+        (["a", "b"], {"a": 0.9, "b": 0.1}, 3, [1.0, 1.0]),  # fewer than ranked_from: a fact, all of it
+        (["a", "b", "c"], {"a": 0.9, "b": 0.1, "c": 0.5}, 3, [1.0, 0.0, 0.5]),  # a hub: min-max
+        (["a", "b", "c"], {"a": 0.9, "b": 0.1, "c": 0.5}, 0, [1.0, 1.0, 1.0]),  # 0: never ranked
+        (["a", "b", "c"], {"a": 0.9, "b": 0.1}, 3, [1.0, 0.0, 0.0]),  # not in the index: none of it
+        (["a", "b", "c"], {}, 3, [1.0, 1.0, 1.0]),  # no messages index: all of it
+        (["a", "b", "c"], {"a": 0.4, "b": 0.4, "c": 0.4}, 3, [1.0, 1.0, 1.0]),  # nothing to tell apart
+    ],
+)
+def test_evidence_shares(ids, closeness, ranked_from, shares):
+    from memory_query.paths import _evidence_shares
+
+    assert _evidence_shares(ids, closeness, ranked_from) == pytest.approx(shares)

@@ -66,8 +66,11 @@ def test_threshold_switches_to_an_approximate_index_with_high_recall(kind):
     truth, found = exact.search(queries, 10).ids, at.search(queries, 10).ids
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, found, strict=True)])
     assert recall >= 0.9
-    # stored vectors come back for reuse in a rebuild
-    assert np.allclose(at.vectors([0, 1499]), vectors[[0, 1499]], atol=1e-6)
+    # stored vectors come back by id, for reuse in a rebuild and for comparing a few items with a query
+    positions = at.positions(["id-1499", "id-0", "not-held"])
+    assert positions == [1499, 0, None]
+    assert np.allclose(at.vectors(positions[:2]), vectors[[1499, 0]], atol=1e-6)
+    assert np.allclose(at.vectors([7]), vectors[[7]], atol=1e-6)  # again: an IVF's direct map is kept
 
 
 def test_tiny_sets_never_get_an_untrainable_ivf():
@@ -301,7 +304,9 @@ def test_message_vectors_derived_from_segments_are_their_pieces_weighted_mean(ho
     assert max(len(p) for p in pieces.values()) > 1  # some message is held by several pieces
 
 
-def test_the_own_text_turns_a_prefetch_embeds_are_the_calls_the_messages_family_makes(home, tmp_path, monkeypatch):
+def test_the_own_text_turns_a_prefetch_embeds_are_the_calls_the_messages_family_makes(
+    home, tmp_path, monkeypatch
+):
     """`own_text_message_calls` (what a build embeds ahead, memory_assets/prefetch.py) is the very call a
     first build of the messages family makes: the turns sharing a segment (or, without own text, none)."""
     from memory_core.vector_index import families

@@ -128,6 +128,7 @@ class FaissIndex(VectorIndex):
     kind: str = "flat"
     _index: object = None
     _ids: list[str] = field(default_factory=list)
+    _positions: dict[str, int] | None = field(default=None, repr=False, compare=False)
     params: dict = field(default_factory=dict)
     build_seconds: float = 0.0
 
@@ -176,7 +177,7 @@ class FaissIndex(VectorIndex):
         if n:
             index.add(matrix)
         self._index = index
-        self._ids = ids
+        self._ids, self._positions = ids, None
         if keys is not None:
             self.meta = {**self.meta, "keys": list(keys)}
         self.build_seconds = time.perf_counter() - started
@@ -206,14 +207,23 @@ class FaissIndex(VectorIndex):
             out_scores.append([float(s) for s in row_scores[keep]])
         return SearchResult(out_ids, out_scores)
 
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Each id's position in the index (None for one it does not hold); the map is built on first use."""
+        if self._positions is None:
+            self._positions = {item: p for p, item in enumerate(self._ids)}  # ids never change once built
+        return [self._positions.get(item) for item in ids]
+
     def vectors(self, positions: Sequence[int]) -> np.ndarray:
-        """Stored vectors by position (to reuse unchanged items in a rebuild instead of re-embedding)."""
+        """Stored vectors by position (to reuse unchanged items in a rebuild instead of re-embedding, and to
+        compare a few stored items with a query without searching)."""
         import faiss
 
         if not len(positions):
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.kind == "ivf":
-            faiss.extract_index_ivf(self._index).make_direct_map()
+            ivf = faiss.extract_index_ivf(self._index)
+            if ivf.direct_map.type == faiss.DirectMap.NoMap:  # made once: it walks every inverted list
+                ivf.make_direct_map()
         return self._index.reconstruct_batch(np.asarray(positions, dtype=np.int64))
 
     def describe(self) -> dict:
