@@ -171,13 +171,15 @@ def concept(state: QueryState) -> np.ndarray:
     ranked_from = state.settings.concept_evidence_ranked_from
     ranked = [found for found in evidence.values() if 0 < ranked_from <= len(found)]
     closeness = _question_closeness(state, [mid for found in ranked for _, mid, _ in found])
+    lent: dict[int, list[str]] = {}
     for ci, found in evidence.items():
         shares = _evidence_shares([mid for _, mid, _ in found], closeness, ranked_from)
         for (mi, _, confidence), share in zip(found, shares, strict=True):
             out[mi] = max(out[mi], float(score[ci]) * (0.5 + 0.5 * confidence) * share)
-    state.concept_match = ConceptMatch(
-        score, top, {ci: [mid for _, mid, _ in found] for ci, found in evidence.items()}
-    )
+        # what the answer shows of a concept: the evidence it lent to, the question's pick of a hub first
+        order = sorted(range(len(found)), key=lambda j: -shares[j])
+        lent[ci] = [found[j][1] for j in order if shares[j] > 0]
+    state.concept_match = ConceptMatch(score, top, lent)
     return out
 
 
@@ -194,8 +196,10 @@ def _visible_evidence(state: QueryState, concept_id: str) -> list[tuple[int, str
 
 def _question_closeness(state: QueryState, message_ids: list[str]) -> dict[str, float]:
     """Each message's cosine to the question, from the vectors the messages index holds (none without one)."""
+    if not message_ids:
+        return {}
     index = state.reader.vectors("messages")
-    if not message_ids or index is None or not index.size:
+    if index is None or not index.size:
         return {}
     known = [
         (mid, p) for mid, p in zip(message_ids, index.positions(message_ids), strict=True) if p is not None
@@ -210,7 +214,8 @@ def _evidence_shares(message_ids: list[str], closeness: dict[str, float], ranked
     """The share of its concept's score each evidence message gets: all of it for a concept with fewer than
     `ranked_from` (0: any number) — a fact's evidence is the fact; for a hub concept (a person, a project),
     its evidence min-max scaled by closeness to the question, which picks what the question asks among the
-    many things said of it (a message the index lacks gets none; without closeness, all of it)."""
+    many things said of it (without closeness, all of it; a message the index does not hold yet, written after
+    its last build, all of it too: nothing says it is far from the question)."""
     if ranked_from <= 0 or len(message_ids) < ranked_from:
         return [1.0] * len(message_ids)
     sims = [closeness.get(mid) for mid in message_ids]
@@ -218,7 +223,7 @@ def _evidence_shares(message_ids: list[str], closeness: dict[str, float], ranked
     if not known or max(known) <= min(known):
         return [1.0] * len(message_ids)
     lo, hi = min(known), max(known)
-    return [0.0 if s is None else (s - lo) / (hi - lo) for s in sims]
+    return [1.0 if s is None else (s - lo) / (hi - lo) for s in sims]
 
 
 # ------------------------------------------------------------------------------------------ LIFT

@@ -41,7 +41,9 @@ class ConceptMatch:
 
     score: np.ndarray  # per concept of the reader's concept table
     top: list[int]  # positions of the concepts whose evidence was scored, strongest first
-    evidence: dict[int, list[str]]  # concept position → its evidence message ids the question may see
+    # concept position → the evidence message ids it lent its score to (the question may see them), the largest
+    # share first: a hub concept's pick for the question leads
+    evidence: dict[int, list[str]]
 
 
 def visible_messages(

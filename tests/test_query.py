@@ -426,7 +426,13 @@ def test_a_hub_concepts_evidence_is_lent_by_closeness_to_the_question(home, tmp_
     assert concept_scores(shoes, 3)["m3"] == concept_scores(shoes, 3)["m9"]  # two are not a hub at 3
     ranked = concept_scores(shoes, 2)
     assert list(ranked)[0] == "m9" and ranked["m9"] == 1.0 > ranked["m3"]
+    assert concept_scores(digging, 0)["m9"] == 1.0 > concept_scores(digging, 2).get("m9", 0.0)
     assert list(concept_scores(digging, 2))[0] == "m3"
+    # the answer shows of a hub the evidence it lent to, the question's pick first
+    answer = query_memory(shoes, store, k=5, settings=replace(concept_only, concept_evidence_ranked_from=2))
+    refs = {i.message_id: i.source_ref for i in answer.items}
+    (max_hit,) = [c for c in answer.concepts if c.title == "Max"]
+    assert [refs.get(mid) for mid in max_hit.evidence_message_ids] == ["m9"]
 
 
 @pytest.mark.parametrize(
@@ -435,7 +441,7 @@ def test_a_hub_concepts_evidence_is_lent_by_closeness_to_the_question(home, tmp_
         (["a", "b"], {"a": 0.9, "b": 0.1}, 3, [1.0, 1.0]),  # fewer than ranked_from: a fact, all of it
         (["a", "b", "c"], {"a": 0.9, "b": 0.1, "c": 0.5}, 3, [1.0, 0.0, 0.5]),  # a hub: min-max
         (["a", "b", "c"], {"a": 0.9, "b": 0.1, "c": 0.5}, 0, [1.0, 1.0, 1.0]),  # 0: never ranked
-        (["a", "b", "c"], {"a": 0.9, "b": 0.1}, 3, [1.0, 0.0, 0.0]),  # not in the index: none of it
+        (["a", "b", "c"], {"a": 0.9, "b": 0.1}, 3, [1.0, 0.0, 1.0]),  # not in the index yet: all of it
         (["a", "b", "c"], {}, 3, [1.0, 1.0, 1.0]),  # no messages index: all of it
         (["a", "b", "c"], {"a": 0.4, "b": 0.4, "c": 0.4}, 3, [1.0, 1.0, 1.0]),  # nothing to tell apart
     ],

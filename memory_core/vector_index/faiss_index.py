@@ -129,6 +129,10 @@ class FaissIndex(VectorIndex):
     _index: object = None
     _ids: list[str] = field(default_factory=list)
     _positions: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    # one index serves a reader's threads (the MCP server, a ReaderPool): FAISS fills an IVF's direct map
+    # after marking it made, so a second thread must wait for the first, not trust the mark
+    _direct_map_made: bool = field(default=False, repr=False, compare=False)
+    _direct_map_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     params: dict = field(default_factory=dict)
     build_seconds: float = 0.0
 
@@ -177,7 +181,7 @@ class FaissIndex(VectorIndex):
         if n:
             index.add(matrix)
         self._index = index
-        self._ids, self._positions = ids, None
+        self._ids, self._positions, self._direct_map_made = ids, None, False
         if keys is not None:
             self.meta = {**self.meta, "keys": list(keys)}
         self.build_seconds = time.perf_counter() - started
@@ -220,10 +224,11 @@ class FaissIndex(VectorIndex):
 
         if not len(positions):
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.kind == "ivf":
-            ivf = faiss.extract_index_ivf(self._index)
-            if ivf.direct_map.type == faiss.DirectMap.NoMap:  # made once: it walks every inverted list
-                ivf.make_direct_map()
+        if self.kind == "ivf" and not self._direct_map_made:
+            with self._direct_map_lock:
+                if not self._direct_map_made:  # made once: it walks every inverted list
+                    faiss.extract_index_ivf(self._index).make_direct_map()
+                    self._direct_map_made = True
         return self._index.reconstruct_batch(np.asarray(positions, dtype=np.int64))
 
     def describe(self) -> dict:
