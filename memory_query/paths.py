@@ -169,7 +169,7 @@ def concept(state: QueryState) -> np.ndarray:
     top = [int(i) for i in top_positions(score, state.settings.concepts_used) if score[i] > 0]
     evidence = {ci: _visible_evidence(state, state.concepts.ids[ci]) for ci in top}
     ranked_from = state.settings.concept_evidence_ranked_from
-    ranked = [found for found in evidence.values() if 0 < ranked_from <= len(found)]
+    ranked = [found for found in evidence.values() if _is_hub(len(found), ranked_from)]
     closeness = _question_closeness(state, [mid for found in ranked for _, mid, _ in found])
     lent: dict[int, list[str]] = {}
     for ci, found in evidence.items():
@@ -210,13 +210,18 @@ def _question_closeness(state: QueryState, message_ids: list[str]) -> dict[str, 
     return {mid: float(s) for (mid, _), s in zip(known, sims, strict=True)}
 
 
+def _is_hub(evidence_count: int, ranked_from: int) -> bool:
+    """A concept whose evidence the question ranks: `ranked_from` (> 0) or more visible evidence messages."""
+    return 0 < ranked_from <= evidence_count
+
+
 def _evidence_shares(message_ids: list[str], closeness: dict[str, float], ranked_from: int) -> list[float]:
     """The share of its concept's score each evidence message gets: all of it for a concept with fewer than
     `ranked_from` (0: any number) — a fact's evidence is the fact; for a hub concept (a person, a project),
     its evidence min-max scaled by closeness to the question, which picks what the question asks among the
     many things said of it (without closeness, all of it; a message the index does not hold yet, written after
     its last build, all of it too: nothing says it is far from the question)."""
-    if ranked_from <= 0 or len(message_ids) < ranked_from:
+    if not _is_hub(len(message_ids), ranked_from):
         return [1.0] * len(message_ids)
     sims = [closeness.get(mid) for mid in message_ids]
     known = [s for s in sims if s is not None]
