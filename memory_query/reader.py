@@ -415,9 +415,9 @@ class CorpusReader:
             index = self.vectors(family)
             if index is not None and index.size:
                 embedder_for_index(index).embed(["warm up"])
-        messages = self.vectors("messages")
-        if messages is not None and messages.size:
-            messages.vectors(messages.positions(messages.ids[:1]))  # the id map (and an IVF's direct map)
+            if family == "messages" and index is not None and index.size:
+                # what the concept path reads of a hub's evidence: the id map, and an IVF's direct map
+                index.vectors(index.positions(index.ids[:1]))
 
     def graph(self):
         """The corpus's graph store when one has been loaded, else None."""

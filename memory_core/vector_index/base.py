@@ -47,3 +47,12 @@ class VectorIndex(ABC):
     @abstractmethod
     def ids(self) -> list[str]:
         """The id map: position i of the index holds `ids[i]`."""
+
+    @abstractmethod
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Each id's position in the index, None for one it does not hold."""
+
+    @abstractmethod
+    def vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """The stored vectors at `positions` (a rebuild reuses them; the read side compares a few with a
+        question without searching)."""
