@@ -16,6 +16,7 @@ from evals.gold import GoldMessage
 from memory_core.extraction.mapper import map_extraction
 from memory_core.extraction.teacher import MessageView, SegmentInput, Teacher, speaker_is_person
 from memory_core.memory_loop.router import RouterRules
+from memory_core.ontology.concepts import NAME_TYPES
 from memory_core.ontology.titles import title_noise, words
 from memory_core.store.db import utcnow
 
@@ -70,6 +71,17 @@ def becomes_concept(row: dict) -> bool:
     return (
         row["confidence"] >= RouterRules().min_confidence and title_noise(row["title"], row["type"]) is None
     )
+
+
+def is_hub_mention(row: dict) -> bool:
+    """A name-type mention whose evidence is a statement about the thing, not its name ("Caroline" cited by
+    "I went to a support group yesterday", "camping" by "We went camping last week"): the teacher's subject
+    and theme hubs. The gold sets mark names by their span and facts by their clause, so hubs are counted
+    apart, never as a name predicted at a clause."""
+    if row["type"] not in NAME_TYPES:
+        return False
+    surface, title = words(row["surface"]), words(row["title"])
+    return len(surface) > len(title) + 2 or not set(title) <= set(surface)
 
 
 def _prf(tp: int, n_pred: int, n_gold: int) -> dict:
@@ -143,6 +155,9 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
             mapped = map_extraction(segment, result.extraction, teacher.extractor, utcnow())
             mapped_mentions, mapped_reactions = mapped.mentions, mapped.reactions
         mapped_mentions = [r for r in mapped_mentions if r["message_id"] == g.id]
+        hubs = [r for r in mapped_mentions if is_hub_mention(r)]
+        reactions["hub_mentions"] += len(hubs)
+        mapped_mentions = [r for r in mapped_mentions if not is_hub_mention(r)]
         screened = [r for r in mapped_mentions if not becomes_concept(r)]
         mapped_mentions = [r for r in mapped_mentions if becomes_concept(r)]
         mapped_reactions = [r for r in mapped_reactions if r["message_id"] == g.id]
@@ -213,6 +228,7 @@ def score_teacher(teacher: Teacher, gold: list[GoldMessage], threshold: float = 
             if title_scores
             else 0.0,
         },
+        "hub_mentions": reactions["hub_mentions"],  # subject and theme hubs, not scored against the gold
         "teacher_failures": failures,
         "seconds": round(seconds, 3),
         "examples": examples,

@@ -22,6 +22,7 @@ from memory_assets.topics import assets as topics_assets
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.graph import GraphResource
 from memory_resources.llm import LLMResource
+from memory_resources.nlp import NlpResource
 from memory_resources.storage import MemoryStorage
 from memory_resources.vector_index import VectorIndexResource
 
@@ -61,6 +62,7 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     return {
         "storage": MemoryStorage(),
         "llm": LLMResource(),
+        "nlp": NlpResource(),
         "embeddings": EmbeddingsResource(),
         "graph_store": GraphResource(),
         "vector_index": VectorIndexResource(),

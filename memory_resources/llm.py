@@ -19,6 +19,7 @@ from memory_core.extraction.offline_teacher import OfflineTeacher
 from memory_core.extraction.teacher import LLMTeacher, Teacher
 from memory_core.llm.base import LLMClient
 from memory_core.llm.factory import LLMSettings, build_llm_client
+from memory_core.nlp import LanguageParser
 from memory_core.store.db import MemoryHome
 
 _DEFAULTS = LLMSettings()
@@ -75,9 +76,11 @@ class LLMResource(ConfigurableResource):
         """offline | openai, as this run would use."""
         return self.settings().kind()
 
-    def build_teacher(self, home: MemoryHome) -> Teacher:
+    def build_teacher(self, home: MemoryHome, parser: LanguageParser | None = None) -> Teacher:
+        """The LLM teacher when an LLM is configured, else the offline teacher reading with `parser` (the
+        `nlp` resource's; default: the pinned English pipeline without a persistent cache)."""
         client = self.build_client(home)
-        return OfflineTeacher() if client is None else LLMTeacher(client)
+        return OfflineTeacher(parser) if client is None else LLMTeacher(client)
 
     def build_client(self, home: MemoryHome) -> LLMClient | None:
         """The strict, cached LLM client when an LLM is configured (see `teacher_kind`), else None: the

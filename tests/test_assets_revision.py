@@ -476,7 +476,12 @@ def test_a_concept_holding_two_values_of_one_fact_is_split(home, runner, tmp_pat
         report = run_repairs(store, run_id="test-split")
     assert report.actions["split"] == 1 and report.repaired == 1
     with store.staging.connect() as conn:
-        rows = conn.execute(select(mentions.c.consolidated_id, mentions.c.surface)).all()
+        # the fact mentions (the clause is also evidence of its subject's and its themes' hubs)
+        rows = conn.execute(
+            select(mentions.c.consolidated_id, mentions.c.surface).where(
+                mentions.c.type.not_in(("entity", "project"))
+            )
+        ).all()
         queue = conn.execute(
             select(repair_queue.c.action, repair_queue.c.note, repair_queue.c.cited_claim_ids)
         ).one()
@@ -558,11 +563,12 @@ def test_a_dispute_the_repair_cannot_settle_is_a_fixed_point(home, runner, tmp_p
     """A claim read off a message beside any mention is its concept's too: fact_states disputes the concept
     for it, and the repair worker must see the same live conflict, not settle it (each rebuild then disputed
     and settled the concept again, two actions more in the log every run, every memo downstream missed)."""
+    # two favourite drinks told minutes apart, neither saying it changed: disputed, each a concept's claim
     said = [
-        ("c1", "u1", "user", "2024-05-02T10:00:00",
-         "I'm pretty flexible, but I do have a few commitments already. I usually go to the gym on Mondays, "
-         "Wednesdays, and Fridays, so I'd prefer to avoid scheduling the meeting during those times."),
-        ("c1", "a1", "assistant", "2024-05-02T10:00:05", "Tuesday or Thursday then."),
+        ("c1", "u1", "user", "2024-05-02T10:00:00", "My favourite drink is green tea."),
+        ("c1", "a1", "assistant", "2024-05-02T10:00:05", "Green tea is lovely."),
+        ("c1", "u2", "user", "2024-05-02T10:03:00", "My favourite drink is black coffee."),
+        ("c1", "a2", "assistant", "2024-05-02T10:03:05", "Coffee it is, then."),
     ]  # fmt: skip
     path = write_chat(tmp_path / "gym.jsonl", said)
     assert build(runner, "gym", path).success
@@ -573,29 +579,43 @@ def test_a_dispute_the_repair_cannot_settle_is_a_fixed_point(home, runner, tmp_p
             return conn.execute(select(func.count()).select_from(action_log_table)).scalar_one()
 
     with store.staging.connect() as conn:
-        disputed = conn.execute(
-            select(claims.c.concept_id).where(claims.c.state == "disputed", claims.c.concept_id.is_not(None))
-        ).scalars().all()
+        disputed = (
+            conn.execute(
+                select(claims.c.concept_id).where(
+                    claims.c.state == "disputed", claims.c.concept_id.is_not(None)
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert disputed  # the shape this test is about: a disputed claim attributed to a concept
     settled = log_rows()
     again = build(runner, "gym", path)
     assert again.success and _metadata(again, "fact_states")["concepts_disputed"] == 0
     assert log_rows() == settled
     with store.staging.connect() as conn:
-        trust = conn.execute(
-            select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
-        ).scalars().all()
+        trust = (
+            conn.execute(
+                select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
+            )
+            .scalars()
+            .all()
+        )
     assert set(trust) == {"disputed"}
 
     # a later single value closes both sides of the dispute: the concept is settled, once
-    later = ("c2", "u9", "user", "2024-06-10T09:00:00", "These days I go to the gym 4 times a week.")
+    later = ("c2", "u9", "user", "2024-06-10T09:00:00", "My favourite drink is mint tea these days.")
     write_chat(path, [*said, later])
     settled = build(runner, "gym", path)
     assert settled.success
     with store.staging.connect() as conn:
-        trust = conn.execute(
-            select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
-        ).scalars().all()
+        trust = (
+            conn.execute(
+                select(canonical_concepts.c.trust).where(canonical_concepts.c.concept_id.in_(disputed))
+            )
+            .scalars()
+            .all()
+        )
     assert set(trust) == {"stable"}, trust
     after_settling = log_rows()
     assert build(runner, "gym", path).success and log_rows() == after_settling

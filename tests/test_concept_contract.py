@@ -335,15 +335,20 @@ LOCOMO = [
 ]  # fmt: skip
 
 
-def test_the_offline_teachers_mentions_become_a_coherent_concept_memory(home, tmp_path):
-    path = tmp_path / "locomo.json"
-    path.write_text(json.dumps(LOCOMO), encoding="utf-8")
-    store = home.corpus("friends")
+def _consolidated(home, tmp_path, name: str, samples: list[dict]):
+    """(store, loop report) of LoCoMo-shaped `samples` through ingestion, the offline teacher and the loop."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    store = home.corpus(name)
     ingest_file(store, str(path), "locomo")
     build_segments(store)
     extract_corpus(store, OfflineTeacher())
     rules = RouterRules(alias_attach_similarity=0.3, fact_alias_similarity=0.3)  # hashing cosines run low
-    report = consolidate(store, HashingEmbedder(), LoopConfig(rules=rules))
+    return store, consolidate(store, HashingEmbedder(), LoopConfig(rules=rules))
+
+
+def test_the_offline_teachers_mentions_become_a_coherent_concept_memory(home, tmp_path):
+    store, report = _consolidated(home, tmp_path, "friends", LOCOMO)
     with store.staging.connect() as conn:
         concepts = [dict(r) for r in conn.execute(select(canonical_concepts)).mappings()]
         rejected = dict(
@@ -373,13 +378,80 @@ def test_the_offline_teachers_mentions_become_a_coherent_concept_memory(home, tm
         lgbtq["description"] == "LGBTQ, mentioned by Caroline. Contexts: LGBTQ support group; LGBTQ art show."
     )
     (oscar,) = by_key[("entity", "Oscar")]
-    assert oscar["description"] == "Oscar is Melanie's guinea pig." and oscar["support_count"] == 2
-    # noise from the teacher is rejected with its reason; nothing else is
-    # and a habit read into one phrasing, with no episodes in other conversations, stays a residual
-    assert rejected == {
-        "boilerplate_title": "Caroline and others last chatted",
-        "reflective_unsupported": "Melanie plays clarinet by heart",
-    }
-    assert report.reject_reasons == {"boilerplate_title": 1, "reflective_unsupported": 1}
+    # named twice, and the subject of a fact ("Oscar, my guinea pig, loves carrots"): a hub with its evidence
+    assert oscar["description"] == "Oscar is Melanie's guinea pig." and oscar["support_count"] == 3
+    # a habit read into one phrasing, with no episodes in other conversations, stays a residual, and so do
+    # themes said in one conversation only; nothing else is rejected
+    assert rejected["reflective_unsupported"] == "Melanie plays clarinet by heart"
+    assert set(report.reject_reasons) == {"reflective_unsupported", "theme_unsupported"}
+    assert report.reject_reasons["reflective_unsupported"] == 1
     # "Max" in Melanie's chats and "Max" in John's are two things: no one takes part in both
     assert len(by_key[("entity", "Max")]) == 2 and "other_participants" in reasons
+
+
+HUBS = [
+    _sample(
+        "conv-h",
+        "Melanie",
+        "Caroline",
+        [
+            (
+                "1:56 pm on 8 May, 2023",
+                [
+                    ("Melanie", "I signed up for a pottery class last week. My sister Priya moved to Seattle, and she got a job at Microsoft."),
+                    ("Caroline", "That's awesome! I play the clarinet in a band."),
+                ],
+            ),
+            (
+                "10:00 am on 9 June, 2023",
+                [
+                    ("Melanie", "I finished my first bowl at the pottery class yesterday!"),
+                    ("Caroline", "So proud of you! Priya must be thrilled with Seattle."),
+                ],
+            ),
+        ],
+    ),
+]  # fmt: skip
+
+
+def test_subjects_and_recurring_themes_are_hubs_and_facts_point_to_them(home, tmp_path):
+    """The parse-based teacher's hubs through the memory loop: a person's concept holds every fact told
+    about them, a theme said in two conversations becomes a concept (one said once stays a residual), a
+    pronoun finds its person, and each fact is `about` the hubs whose evidence lies inside its own."""
+    store, report = _consolidated(home, tmp_path, "hubs", HUBS)
+    with store.staging.connect() as conn:
+        concepts = {
+            c["concept_id"]: c
+            for c in conn.execute(
+                select(canonical_concepts).where(canonical_concepts.c.state.in_(("active", "weak")))
+            ).mappings()
+        }
+        held = set(
+            conn.execute(
+                select(mentions.c.title)
+                .join(residuals, residuals.c.mention_id == mentions.c.mention_id)
+                .where(residuals.c.reason_code == "theme_unsupported")
+            ).scalars()
+        )
+    by_title = {c["title"]: c for c in concepts.values()}
+    # the speaker's hub: every fact she tells about herself, over both conversations
+    melanie = by_title["Melanie"]
+    assert melanie["type"] == "entity" and melanie["support_count"] >= 2
+    assert len({e["message_id"] for e in melanie["evidence_spans"]}) == 2
+    # a theme in two conversations is a concept; one said once is held as a residual, judged again later
+    pottery = by_title["pottery class"]
+    assert pottery["support_count"] == 2 and "clarinet" in held and "clarinet" not in by_title
+    assert report.themes["named"] >= 1 and report.themes["residual"] >= 1
+    # "she got a job at Microsoft": she is Priya, the fact is Priya's
+    (job,) = [c for c in concepts.values() if c["type"] == "event" and "Microsoft" in c["title"]]
+    assert job["title"].startswith("Priya")
+    # facts point to their hubs: the class event to Melanie and to the pottery class, Priya's move to Priya
+    about = {
+        c["title"]: {concepts[r["target_id"]]["title"] for r in c["relations"] if r["relation"] == "about"}
+        for c in concepts.values()
+        if c["type"] not in ("entity", "project")
+    }
+    signed_up = next(t for t in about if "signed up" in t)
+    assert {"Melanie", "pottery class"} <= about[signed_up]
+    moved = next(t for t in about if "moved to Seattle" in t)
+    assert {"Priya", "Seattle"} <= about[moved]

@@ -220,6 +220,10 @@ CONFIGS: dict[str, Maps] = {
 RESOURCES: dict[str, Maps] = {
     "LLMResource": Maps(core=lambda: _mod("memory_core.llm.factory").LLMSettings()),
     "GraphResource": Maps(core=lambda: _mod("memory_core.graph").GraphSettings()),
+    "NlpResource": Maps(
+        core=lambda: _mod("memory_core.nlp").NlpSpec(),
+        own={"use_cache": "keep parses in the memory home's shared parse cache"},
+    ),
     "VectorIndexResource": Maps(
         core=lambda: _mod("memory_core.vector_index").IndexPolicy(),
         unexposed={

@@ -39,6 +39,18 @@ def _concept(conn, title: str):
     return conn.execute(select(canonical_concepts).where(cc.title == title)).mappings().one()
 
 
+def _id(conn, title: str) -> str:
+    return conn.execute(
+        select(canonical_concepts.c.concept_id).where(canonical_concepts.c.title == title)
+    ).scalar_one()
+
+
+def _title(conn, concept_id: str) -> str:
+    return conn.execute(
+        select(canonical_concepts.c.title).where(canonical_concepts.c.concept_id == concept_id)
+    ).scalar_one()
+
+
 def _queue(conn) -> list[dict]:
     return [dict(r) for r in conn.execute(select(repair_queue).order_by(repair_queue.c.repair_id)).mappings()]
 
@@ -70,25 +82,28 @@ def test_an_edit_weakens_staleness_and_breaks_then_the_budget_and_the_worker_rep
     # "Honda Civic" still reads the same in the edited message, but its segment was re-cut: stale
     assert civic["trust"] == "stale" and [r["status"] for r in evidence[civic["concept_id"]]] == ["stale"]
     assert two_cats["trust"] == "broken"
-    assert sorted((r["trust"], r["status"]) for r in queue) == [
-        ("broken", "queued"), ("stale", "queued"), ("weakened", "queued"),
+    # the edited clause was evidence of the habit and of the "cat" theme hub: both weakened
+    with store.staging.connect() as conn:
+        queued = sorted((r["trust"], _title(conn, r["concept_id"])) for r in queue)
+    assert queued == [
+        ("broken", "The user has two cats"), ("stale", "Honda Civic"), ("weakened", CATS), ("weakened", "cat"),
     ]  # fmt: skip
     assert not revision_checks.repair_queue_drained(store).passed
 
     # a budget of one action: one repair, the rest left queued and reported by the check
     with store.write_lock():
         report = run_repairs(store, RepairConfig(max_actions=1), run_id="budget-1")
-    assert (report.queued_before, report.repaired, report.remaining) == (3, 1, 2)
+    assert (report.queued_before, report.repaired, report.remaining) == (4, 1, 3)
     drained = revision_checks.repair_queue_drained(store)
-    assert not drained.passed and drained.figures["repairs_by_status"] == {"done": 1, "queued": 2}
-    assert len(drained.figures["remaining"]) == 2
+    assert not drained.passed and drained.figures["repairs_by_status"] == {"done": 1, "queued": 3}
+    assert len(drained.figures["remaining"]) == 3
 
     # the repairs asset works the rest: the stale span re-anchored, the weakened theme refined, the broken one archived
     run = runner.materialize("moves", selection=["repairs"])
     assert run.success
     meta = report_figures(run.result.asset_materializations_for_node("repairs")[0].metadata)
-    assert report.actions + Counter(meta["repairs_by_action"]) == {"archive": 1, "reattach": 1, "refine": 1}
-    assert meta["queued_before"] == 2 and meta["remaining_queued"] == 0
+    assert report.actions + Counter(meta["repairs_by_action"]) == {"archive": 1, "reattach": 1, "refine": 2}
+    assert meta["queued_before"] == 3 and meta["remaining_queued"] == 0
     assert revision_checks.repair_queue_drained(store).passed
     with store.staging.connect() as conn:
         civic_now, cats_now = (
@@ -99,7 +114,7 @@ def test_an_edit_weakens_staleness_and_breaks_then_the_budget_and_the_worker_rep
         current = set(
             conn.execute(select(segments.c.segment_id).where(segments.c.superseded_at.is_(None))).scalars()
         )
-        by_action = {r["action"]: r for r in _queue(conn)}
+        by_action = {r["action"]: r for r in _queue(conn) if r["concept_id"] != _id(conn, "cat")}
     assert civic_row["status"] == "active" and civic_row["segment_id"] in current
     assert civic_now["trust"] == "stable" and civic_now["support_count"] == 1
     # reattached: its evidence active again, it gets back the confidence that evidence supports

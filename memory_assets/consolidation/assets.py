@@ -100,6 +100,10 @@ class ConsolidationConfig(dg.Config):
         default=_RULES.theme_max_share,
         description="a stem in more of a person's facts is everything they say",
     )
+    theme_name_min_conversations: int = Field(
+        default=_RULES.theme_name_min_conversations,
+        description="conversations a theme name (a lower-case name: 'camping') is said in before it is a concept",
+    )
     instance_types: list[str] = Field(
         default=list(_RULES.instance_types),
         description="types a fact of the same subject supports as an instance",
@@ -167,6 +171,7 @@ class ConsolidationConfig(dg.Config):
                 theme_min_episodes=self.theme_min_episodes,
                 theme_min_conversations=self.theme_min_conversations,
                 theme_max_share=self.theme_max_share,
+                theme_name_min_conversations=self.theme_name_min_conversations,
                 instance_types=tuple(self.instance_types),
                 instance_similarity=self.instance_similarity,
             ),

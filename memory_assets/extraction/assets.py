@@ -16,6 +16,7 @@ from memory_core.llm.cache import ResponseCache
 from memory_core.progress import progress_to
 from memory_resources.embeddings import EmbeddingsResource
 from memory_resources.llm import LLMResource
+from memory_resources.nlp import NlpResource
 from memory_resources.storage import MemoryStorage
 
 
@@ -59,10 +60,12 @@ def extraction(
     storage: MemoryStorage,
     llm: LLMResource,
     embeddings: EmbeddingsResource,
+    nlp: NlpResource,
 ):
     store = corpus_store(context, storage)
     start_build_prefetch(context, store, embeddings)  # later stages' vectors, beside the teacher
-    teacher = llm.build_teacher(storage.memory_home())
+    home = storage.memory_home()
+    teacher = llm.build_teacher(home, nlp.build_parser(home))
     context.log.info(f"extraction teacher: {teacher.describe()}")
     with store.write_lock(), progress_to(context.log.info):
         report = extract_corpus(

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory_core.extraction.text import MONTHS, WEEKDAYS, Span, protected_ranges, sentences
+from memory_core.extraction.text import Span, protected_ranges, sentences
+from memory_core.ontology.titles import MONTHS, WEEKDAYS
 
 _TOKEN = re.compile(r"[^\W_][\w'’\-]*|&")
 _NOT_NAMES = {
@@ -53,17 +54,6 @@ PROJECT_NOUNS = {
     "webcomic", "hustle", "ep", "lp", "mixtape", "demo", "course", "curriculum", "workshop", "brand", "line", "collection", "clinic", "practice",
     "cli",
 }  # fmt: skip
-_PROJECT_CUE = re.compile(
-    r"\b(?:building|build|built|developing|develop|writing|write|wrote|working on|work on|making|creating|create|"
-    r"created|designing|design|designed|launching|launch|launched|starting|start|started|opening|open|opened|"
-    r"running|run|founded|founding|co-founded|setting up|set up|planning|coding|programming|drafting|"
-    r"publishing|publish|published|recording|record|recorded|organizing|organising|organize|hosting|host)\s+"
-    r"(?P<np>(?:a|an|my|our|the)\s+[^.,;:!?()\n]{2,80})",
-    re.IGNORECASE,
-)
-_NP_CUT = {"with", "for", "to", "in", "on", "at", "by", "from", "next", "last", "this", "since", "because", "and",
-           "but", "so", "that", "which", "who", "when", "where", "while", "after", "before", "until", "called",
-           "named", "as", "or", "than", "into", "every", "each", "soon", "yesterday", "today", "tomorrow"}  # fmt: skip
 _CALLED = re.compile(r"\b(?:called|named|titled)\s*[:\"'“]?\s*$", re.IGNORECASE)
 _NAMING_IT = re.compile(
     r"\b(?:calling it|call it|name it|naming it|called it|named it)\s*[:\"'“]?\s*$", re.IGNORECASE
@@ -304,30 +294,3 @@ def capitalised_mid_sentence(text: str, start: int, end: int) -> set[str]:
             if _capitalised(m.group()) and not _opens_clause(text, m.start(), s):
                 out.add(m.group())
     return out
-
-
-def find_projects(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Noun phrases of undertakings a speaker works on: "writing a fantasy novel about a lighthouse keeper"."""
-    found: list[tuple[int, int]] = []
-    for m in _PROJECT_CUE.finditer(text, start, end):
-        np_start = m.start("np")
-        words = list(re.finditer(r"[^\s]+", text[np_start : min(end, m.end("np"))]))
-        keep = 0
-        for i, w in enumerate(words[:9]):
-            word = w.group().lower().strip("'’\"")
-            if i > 0 and word in _NP_CUT:
-                break
-            keep = i + 1
-        if keep < 2:
-            continue
-        np_end = np_start + words[keep - 1].end()
-        phrase_words = [w.group().lower() for w in words[:keep]]
-        head_zone = phrase_words[: phrase_words.index("about")] if "about" in phrase_words else phrase_words
-        head_zone = head_zone[: head_zone.index("of")] if "of" in head_zone else head_zone
-        if not any(w.strip("'’\"") in PROJECT_NOUNS for w in head_zone[1:]):
-            continue
-        after = text[np_end : np_end + 40]
-        if re.match(r"\s*,?\s*(?:called|named|titled)\s", after):
-            continue  # the project's name is the better candidate
-        found.append((np_start, np_end))
-    return found

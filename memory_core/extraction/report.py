@@ -39,6 +39,8 @@ class ExtractionReport:
     cost_usd: float = 0.0
     stats: Counter = field(default_factory=Counter)
     residual_reasons: Counter = field(default_factory=Counter)
+    # how the teacher read (the offline teacher's parses: requested, cache hits, computed, tokens per second)
+    reading: Figures = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -99,6 +101,7 @@ class ExtractionReport:
             "reflective_mentions_withheld": self.stats["reflective_mentions_withheld"],
             # one current extraction per segment: another teacher's mentions replaced (extraction.current)
             "mentions_superseded": self.stats["mentions_retired"],
+            **self.reading,
             "seconds": round(self.seconds, 3),
         }
 

@@ -126,35 +126,42 @@ class _Conversation:
 
     def inputs(self, segment_ids: set[str]) -> list[SegmentInput]:
         out = []
+        previous: tuple[MessageView, ...] = ()
         for seg in self.segments:
-            if seg["segment_id"] not in segment_ids:
-                continue
-            bounds: dict[str, list[int]] = {}
-            for piece in seg["message_spans"]:
-                b = bounds.setdefault(piece["message_id"], [piece["start"], piece["end"]])
-                b[0], b[1] = min(b[0], piece["start"]), max(b[1], piece["end"])
-            views = []
-            for n, mid in enumerate(seg["message_ids"], start=1):
-                m = self.messages[mid]
-                start, end = bounds.get(mid, (0, len(m.text)))
-                views.append(
-                    MessageView(
-                        f"m{n}",
-                        mid,
-                        m.role,
-                        m.author,
-                        speaker_is_person(m.role, self.source_format),
-                        m.text,
-                        start,
-                        end,
-                        m.created_at,
-                        _caption(m.attributes) if end == len(m.text) else "",  # on the message's last piece
+            views = self._views(seg)
+            if seg["segment_id"] in segment_ids:
+                out.append(
+                    SegmentInput(
+                        seg["segment_id"], self.id, self.source_format, views, self.speakers, previous
                     )
                 )
-            out.append(
-                SegmentInput(seg["segment_id"], self.id, self.source_format, tuple(views), self.speakers)
-            )
+            previous = views
         return out
+
+    def _views(self, seg: dict) -> tuple[MessageView, ...]:
+        bounds: dict[str, list[int]] = {}
+        for piece in seg["message_spans"]:
+            b = bounds.setdefault(piece["message_id"], [piece["start"], piece["end"]])
+            b[0], b[1] = min(b[0], piece["start"]), max(b[1], piece["end"])
+        views = []
+        for n, mid in enumerate(seg["message_ids"], start=1):
+            m = self.messages[mid]
+            start, end = bounds.get(mid, (0, len(m.text)))
+            views.append(
+                MessageView(
+                    f"m{n}",
+                    mid,
+                    m.role,
+                    m.author,
+                    speaker_is_person(m.role, self.source_format),
+                    m.text,
+                    start,
+                    end,
+                    m.created_at,
+                    _caption(m.attributes) if end == len(m.text) else "",  # on the message's last piece
+                )
+            )
+        return tuple(views)
 
 
 def _caption(attributes: dict | None) -> str:
@@ -236,6 +243,7 @@ def extract_corpus(
     progress.finish()
     # retention purges as a purge does: the answers in `cache` (the LLM cache) that held them are redacted
     report.reactions_expired = expire_reactions(store, cache)
+    report.reading = teacher.reading_figures()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -259,6 +267,7 @@ def _process(
     need = seg_ids - finished
     report.segments_reused += len(finished)
     inputs = conv.inputs(need)
+    teacher.prepare(inputs)
     results: dict[str, TeacherResult] = {}
     if pool is None:
         pairs = ((s, _safe_extract(teacher, s)) for s in inputs)

@@ -55,6 +55,8 @@ class SegmentInput:
     source_format: str
     messages: tuple[MessageView, ...]
     speakers: tuple[str, ...] = ()  # every author name of the conversation (LoCoMo: the two people)
+    # the round before this one, as context for what a pronoun points to (never evidence of this segment)
+    context: tuple[MessageView, ...] = ()
 
     def by_ref(self) -> dict[str, MessageView]:
         return {m.ref: m for m in self.messages}
@@ -81,9 +83,18 @@ class Teacher(ABC):
     @abstractmethod
     def extract(self, segment: SegmentInput) -> TeacherResult: ...
 
+    def prepare(self, segments: list[SegmentInput]) -> None:
+        """Called with a conversation's segments before they are extracted one by one: a teacher that reads
+        with a model batches its work here (the offline teacher parses every person's message at once)."""
+        return None
+
     @abstractmethod
     def describe(self) -> dict:
         """Metadata for the UI: teacher=offline or the model (never secrets)."""
+
+    def reading_figures(self) -> dict:
+        """How the teacher read the text it was given (the offline teacher: its parses); {} for a model."""
+        return {}
 
 
 class LLMTeacher(Teacher):

@@ -205,6 +205,7 @@ CONCEPT_RELATION_TYPES: dict[str, str] = {
     "supports": "SUPPORTS",
     "instance_of": "INSTANCE_OF",
     "enables": "ENABLES",
+    "about": "ABOUT",  # a fact about its subject (a person, a named thing, a possession, a theme)
 }
 
 EDGE_TYPES: dict[str, EdgeType] = {

@@ -32,7 +32,7 @@ ACTOR = "memory_loop"
 ADJUDICATION_STAGE = "memory_loop_adjudication"
 _ADJUDICATION_FAULTS = {"adjudicator_failed": "failed", "adjudicator_invalid": "invalid"}
 # reflective candidates left as residuals for want of episodes: judged again when new evidence arrives
-HELD_REASONS = ("reflective_unsupported", "reflective_contradicted")
+HELD_REASONS = ("reflective_unsupported", "reflective_contradicted", "theme_unsupported")
 # A concept row holds its whole evidence and SQLite rewrites a whole row on any update, so a popular concept
 # touched in every batch cost its evidence's size each batch: the stored spans rewritten per mention grew with
 # the corpus (31 at 10k messages, 90 at 30k; 0.84 GB rewritten at 30k). A row holding this many spans is

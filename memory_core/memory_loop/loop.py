@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import Select, Text, and_, cast, exists, func, select
+from sqlalchemy import Select, and_, exists, func, select
 
 import memory_core.concepts
 import memory_core.lexical
@@ -45,7 +45,8 @@ import memory_core.memory_loop
 import memory_core.ontology
 from memory_core.blas import single_threaded_blas
 from memory_core.concepts import action_log as log
-from memory_core.concepts.patches import apply_patch, concept_from_patch
+from memory_core.concepts.names import normalise_name
+from memory_core.concepts.patches import concept_from_patch
 from memory_core.concepts.policy import ConceptPolicy
 from memory_core.concepts.rows_behind import repair_rows_behind
 from memory_core.embeddings.base import Embedder, l2_normalise
@@ -67,6 +68,7 @@ from memory_core.memory_loop.candidates import Candidate
 from memory_core.memory_loop.memory import LoopMemory
 from memory_core.memory_loop.patches import theme_patch
 from memory_core.memory_loop.patterns import find_themes, judge_pattern
+from memory_core.memory_loop.relations import derive_about, resolve_relations
 from memory_core.memory_loop.report import LoopReport
 from memory_core.memory_loop.retriever import RetrieverWeights
 from memory_core.memory_loop.router import Decision, Router, RouterRules
@@ -74,8 +76,8 @@ from memory_core.memory_loop.summaries import usage_context
 from memory_core.ontology.concepts import (
     LIVE_STATES,
     NAME_TYPES,
-    RELATION_TYPES,
 )
+from memory_core.ontology.titles import is_theme_title
 from memory_core.progress import Progress
 from memory_core.store import memo
 from memory_core.store import schema as store_schema
@@ -199,75 +201,6 @@ def _load_batch(store: CorpusStore, ids: list[str]) -> tuple[list[Candidate], di
     return cands, texts, live
 
 
-def _resolve_relations(mem: LoopMemory, run_id: str) -> None:
-    """Typed relations the extractor proposed (by target title), once their targets exist as concepts."""
-    index = mem.index
-    added: dict[str, dict[tuple[str, str], float]] = {}
-    cited: dict[str, list[str]] = {}
-    with mem.store.staging.connect() as conn:
-        rows = conn.execute(
-            select(mentions.c.consolidated_id, mentions.c.message_id, mentions.c.relations).where(
-                mentions.c.consolidated_id.is_not(None), cast(mentions.c.relations, Text) != "[]"
-            )
-        ).all()
-    for cid, message_id, relations in rows:
-        if cid not in mem.concepts:
-            continue
-        current = {(r.target_id, r.relation): r.confidence for r in mem.concepts[cid].relations}
-        for rel in relations or []:
-            if rel.get("relation") not in RELATION_TYPES:
-                continue
-            targets = sorted(
-                index.concepts_named(rel.get("target_title", "")) - {cid},
-                key=lambda t: (-mem.concepts[t].support_count, t),
-            )
-            if not targets:
-                continue
-            key = (targets[0], rel["relation"])
-            conf = round(float(rel.get("confidence", 0.0)), 4)
-            have = added.get(cid, {}).get(key, current.get(key))
-            if have is None or conf > have:
-                added.setdefault(cid, {})[key] = conf
-                cited.setdefault(cid, []).append(message_id)
-    if not added:
-        return
-    batch = Batch()
-    now = utcnow()
-    for cid in sorted(added):
-        concept = mem.concepts[cid]
-        merged = {(r.target_id, r.relation): r.confidence for r in concept.relations}
-        merged.update(added[cid])
-        relations = [
-            {"target_id": t, "relation": rel, "confidence": c} for (t, rel), c in sorted(merged.items())
-        ]
-        prior = {"relations": [r.model_dump() for r in concept.relations], "recorded_at": concept.recorded_at}
-        patch = {"relations": relations, "recorded_at": now}
-        apply_patch(concept, patch)
-        batch.changed.add(cid)
-        mem.report.relations_added += len(added[cid])
-        rationale = (
-            "typed relations proposed by the extractor, targets resolved by exact title/alias: "
-            + ", ".join(f"{rel} → {mem.concepts[t].title}" for (t, rel) in sorted(added[cid]))
-        )
-        batch.records.append(
-            log.ActionRecord(
-                action="relate",
-                actor=ACTOR,
-                concept_id=cid,
-                mention_id=None,
-                scores={"relations": len(added[cid])},
-                rationale=rationale,
-                cited_message_ids=sorted(set(cited[cid])),
-                prior_state=prior,
-                new_state=patch,
-                run_id=run_id,
-                recorded_at=now,
-            )
-        )
-    mem.report.actions["relate"] += len(batch.records)
-    flush(mem, batch)
-
-
 def consolidate(
     store: CorpusStore,
     embedder: Embedder,
@@ -340,6 +273,7 @@ def _consolidate(
     report.pending = len(pending)
     rejected_vectors: list[np.ndarray] = []
     held: list[tuple[Candidate, np.ndarray]] = []
+    themes: list[tuple[Candidate, np.ndarray]] = []
     progress = Progress("consolidation", "mentions routed", len(pending))
     for i, ids in enumerate(_chunks(pending, config.batch_size)):
         cands, texts, live = _load_batch(store, ids)
@@ -358,6 +292,9 @@ def _consolidate(
                     (cand, vec)
                 )  # a pattern read into one phrasing: judged on its episodes at the end
                 continue
+            if decision.action == "create" and is_theme_title(cand.canonical_title, cand.type):
+                themes.append((cand, vec))  # a theme: created at the end if it recurs across conversations
+                continue
             if decision.action == "reject":
                 rejected_vectors.append(vec)
             cid = apply(mem, batch, report.run_id, cand, vec, decision)
@@ -371,10 +308,12 @@ def _consolidate(
     progress.finish()
     held_started = time.perf_counter()
     rejected_vectors += _decide_held(mem, router, held, report.run_id)
+    rejected_vectors += _decide_themes(mem, router, themes, report.run_id)
     report.held_seconds = time.perf_counter() - held_started
     if pending:
         _derive_themes(mem, report.run_id)
-    _resolve_relations(mem, report.run_id)
+    resolve_relations(mem, report.run_id)
+    derive_about(mem, report.run_id)
     write_lagging(mem)
     if rejected_vectors:
         report.residual_novelty = [
@@ -443,6 +382,40 @@ def _decide_held(
                 for e in evidence:
                     why = f"an episode of the pattern {mem.concepts[cid].title!r}"
                     support(mem, batch, run_id, cid, e, mem.concepts[episode].title, "pattern_episode", why)
+    mem.refresh_vectors()
+    flush(mem, batch)
+    return rejected
+
+
+def _decide_themes(
+    mem: LoopMemory, router: Router, held: list[tuple[Candidate, np.ndarray]], run_id: str
+) -> list[np.ndarray]:
+    """The themes the run held (names in lower case no concept had: "camping"): one said in
+    `theme_name_min_conversations` conversations becomes a concept, its first mention creating it and the
+    others attaching by name; one said in fewer stays a residual (`theme_unsupported`), judged again by the
+    next run that brings new mentions."""
+    need = mem.config.rules.theme_name_min_conversations
+    groups: dict[str, list[tuple[Candidate, np.ndarray]]] = {}
+    for cand, vec in held:
+        groups.setdefault(normalise_name(cand.canonical_title), []).append((cand, vec))
+    batch = Batch()
+    rejected = []
+    for name, items in groups.items():
+        conversations = {c.conversation_id for c, _ in items}
+        if len(conversations) < need:
+            for cand, vec in items:
+                why = f"a theme is kept once said in {need} conversations; {name!r} is said in {len(conversations)}"
+                decision = Decision(
+                    "reject", None, "theme_unsupported", why, {"conversations": len(conversations)}
+                )
+                apply(mem, batch, run_id, cand, vec, decision)
+                rejected.append(vec)
+            mem.report.themes["residual"] += len(items)
+            continue
+        for cand, vec in items:
+            decision, cand = _decide(mem, router, cand, cand.surface, True, vec, None, screen=False)
+            apply(mem, batch, run_id, cand, vec, decision)
+        mem.report.themes["named"] += 1
     mem.refresh_vectors()
     flush(mem, batch)
     return rejected

@@ -48,6 +48,8 @@ class LoopReport:
     relations_added: int = 0
     # reflective candidates held to the run's end: patterns created on their episodes / left as residuals
     patterns: Counter = field(default_factory=Counter)
+    # themes (names in lower case) held to the run's end: named (a concept of it now stands) / residual mentions
+    themes: Counter = field(default_factory=Counter)
     concepts_before: int = 0
     concepts_after: int = 0
     refined_concepts: set[str] = field(default_factory=set)
@@ -137,6 +139,8 @@ class ConsolidationReport:
             "refined": run.actions["refine"],
             "rejected": run.actions["reject"],
             "relations_added": run.relations_added,
+            "themes_named": run.themes["named"],
+            "theme_mentions_held": run.themes["residual"],
             "rows_repaired": run.rows_repaired,
             "unchanged_input": run.unchanged_input,
             "decision_reasons": [

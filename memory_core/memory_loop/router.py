@@ -62,7 +62,7 @@ from memory_core.ontology.titles import title_noise
 REJECT_REASONS = ("message_missing", "span_unverified", "segment_superseded", "unknown_type", "low_confidence",
                   "empty_title", "generic_title", "sentence_title", "fragment_title", "boilerplate_title",
                   "subjectless_title", "dangling_title", "vague_title", "adjudicator_reject",
-                  "reflective_unsupported", "reflective_contradicted")  # fmt: skip
+                  "reflective_unsupported", "reflective_contradicted", "theme_unsupported")  # fmt: skip
 REFINE_REASONS = ("refine_definition", "refine_context", "refine_weak", "refine_dated", "refine_grown")
 
 
@@ -113,6 +113,8 @@ class RouterRules:
     # an instance of a broader goal or habit (same subject, a shared content stem) supports it as evidence
     instance_types: tuple[str, ...] = ("goal", "behavioral_pattern", "belief")
     instance_similarity: float = 0.6
+    # a theme (a name in lower case: "camping") is created once it is said in this many conversations
+    theme_name_min_conversations: int = 2
 
     def compatible(self, a: str, b: str) -> bool:
         if type_family(a) != type_family(b):

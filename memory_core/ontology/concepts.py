@@ -38,6 +38,9 @@ ConceptType = Literal["behavioral_pattern", "project", "event", "tension", "goal
 ConceptState = Literal["active", "weak", "merged", "split", "archived"]
 TrustState = Literal["stable", "weakened", "disputed", "broken", "stale", "archived"]
 RelationType = Literal["causes", "conflicts_with", "supports", "instance_of", "enables"]
+# a stored relation is one a teacher can propose, or one the memory loop derives: `about`, from a fact to the
+# names and hubs whose evidence lies inside its evidence (`memory_core.memory_loop.relations`)
+ConceptRelationType = Literal["causes", "conflicts_with", "supports", "instance_of", "enables", "about"]
 
 CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
 NAME_TYPES: tuple[str, ...] = ("entity", "project")
@@ -62,7 +65,7 @@ class EvidenceSpan(StrictBase):
 
 class ConceptRelation(StrictBase):
     target_id: str
-    relation: RelationType
+    relation: ConceptRelationType
     confidence: float = Field(ge=0.0, le=1.0)
 
 

@@ -174,6 +174,9 @@ def words(text: str) -> list[str]:
     return [w.replace("’", "'").lower() for w in _WORD.findall(text)]
 
 
+_TIME_PREPOSITIONS = frozenset("for by on in at until till since from before after during".split())
+
+
 def _clean_tail(ws: list[str]) -> list[str]:
     """Drop trailing function words and possessives: a title ends on a content word ("... with Caroline's" →
     "... with" → "...")."""
@@ -255,6 +258,8 @@ def _shorten(text: str, words_target: int, max_words: int, truncated: bool) -> s
             ws = cut if len(cut) >= 3 else ws[:words_target]
     elif truncated:
         ws = _clean_tail(ws) or ws
+    elif ws and ws[-1].lower().strip(",") in _TIME_PREPOSITIONS:
+        ws = _clean_tail(ws) or ws  # a time taken out left its preposition: "booked a vet visit for"
     return " ".join(ws).strip(" \"'“”‘’`*_.,;:!?-–—")
 
 
@@ -286,6 +291,18 @@ def content_words(title: str) -> list[str]:
     if _AMOUNT.search(title):
         content.append(_AMOUNT.search(title).group())  # "finished in 1:58:12", "paid $1,249.99": a figure
     return content
+
+
+def is_theme_title(title: str, concept_type: str) -> bool:
+    """A name concept titled by a common noun phrase in lower case ("camping", "pottery class"): a theme a
+    person returns to, as against a proper name ("Caroline", "Sweden", "Melanie's kids"). A teacher writes
+    themes this way; the memory loop creates one only once it recurs across conversations."""
+    return (
+        concept_type == "entity"
+        and bool(title)
+        and title == title.lower()
+        and any(c.isalpha() for c in title)
+    )
 
 
 def title_noise(title: str, concept_type: str) -> tuple[str, str] | None:
