@@ -14,6 +14,7 @@ import hmac
 from collections.abc import Sequence
 from datetime import datetime
 
+from memory_core.corpus_names import closest_names, unknown_corpus
 from memory_core.errors import MemoryOSError
 from memory_core.store.db import MemoryHome
 from memory_query.agent import AgentBudget, AgentDriver
@@ -62,7 +63,7 @@ class MemoryServer:
         self.corpora = list(corpora) if corpora else registered
         unknown = [c for c in self.corpora if c not in registered]
         if unknown:
-            raise ToolError(f"not registered under {home.root}: {', '.join(unknown)}")
+            raise unknown_corpus(home, unknown[0], registered)
         self.sessions = {k: list(v) for k, v in (sessions or {}).items()}
         self.pool = ReaderPool(home)  # the server stays warm: each corpus's memory is loaded once
         # ask_memory's driver: a driver, or its kind ("auto": the LLM driver when an LLM is configured)
@@ -80,7 +81,9 @@ class MemoryServer:
 
     def scope(self, corpus: str) -> Scope:
         if corpus not in self.corpora:
-            raise ToolError(f"unknown corpus {corpus!r}; this server serves: {', '.join(self.corpora)}")
+            near = closest_names(corpus, self.corpora)
+            hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            raise ToolError(f"unknown corpus {corpus!r}.{hint} This server serves: {', '.join(self.corpora)}")
         return Scope.of(corpus, self.sessions.get(corpus))
 
     def tools(self, corpus: str) -> ScopedTools:
