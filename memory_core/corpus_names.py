@@ -13,12 +13,12 @@ NAMES_LISTED = 8
 
 
 def closest_names(name: str, registered: Sequence[str], n: int = 3) -> list[str]:
-    """The registered names most like `name`: those it begins (a split benchmark's NAME__<id> corpora), then
-    the close spellings (difflib's ratio ≥ 0.6), case ignored."""
-    lowered = {r.casefold(): r for r in registered}
+    """The registered names most like `name`, case ignored: the close spellings (difflib's ratio ≥ 0.6), the
+    closest first, then those it begins (a split benchmark's NAME__<id> corpora), each group by name."""
     wanted = name.casefold()
-    prefixed = [r for key, r in lowered.items() if key.startswith(wanted) and key != wanted]
-    close = [lowered[m] for m in difflib.get_close_matches(wanted, list(lowered), n=n, cutoff=0.6)]
+    ratio = {r: difflib.SequenceMatcher(None, wanted, r.casefold()).ratio() for r in registered}
+    close = sorted((r for r, v in ratio.items() if v >= 0.6), key=lambda r: (-ratio[r], r))
+    prefixed = sorted(r for r in registered if r.casefold().startswith(wanted) and r.casefold() != wanted)
     return list(dict.fromkeys(close + prefixed))[:n]
 
 

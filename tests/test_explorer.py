@@ -20,18 +20,6 @@ DAGSTER_URL = "http://127.0.0.1:3999"
 
 
 @pytest.fixture(scope="module")
-def demo_health(built_demo):
-    """The built demo's pipeline health, read from the instance its build ran on."""
-    import dagster as dg
-
-    from memory_assets.health import corpus_health
-
-    home, name = built_demo
-    with dg.instance_for_test(temp_dir=str(home.root.parent / "dagster")) as instance:
-        yield corpus_health(instance, name)
-
-
-@pytest.fixture(scope="module")
 def served(built_demo, demo_health):
     home, name = built_demo
     explorer = Explorer(
