@@ -123,6 +123,12 @@ def test_a_concept_page_holds_its_evidence_decisions_and_topics(demo):
         (e.created_at for e in page.evidence), reverse=True
     )
     assert all(e.text.casefold() == "duckdb" and e.conversation_title for e in page.evidence)
+    with store.source.connect() as conn:
+        texts = dict(conn.execute(select(messages.c.message_id, messages.c.text)).all())
+    for e in page.evidence:  # the span in its words: the message's own text around it, on one line
+        seen = e.before.removeprefix("…") + e.text + e.after.removesuffix("…")
+        assert seen in texts[e.message_id].replace("\n", " ") and "\n" not in seen
+    assert any(e.before or e.after for e in page.evidence)
     assert page.actions_total == n_actions and page.actions[-1].action == "create"
     assert page.topics and all(0 < t.weight <= 100 for t in page.topics)
     assert browse.concept_page(reader, "no-such-concept") is None

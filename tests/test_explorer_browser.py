@@ -174,6 +174,47 @@ def test_the_topic_map_draws_labels_and_answers_hover_zoom_and_click(browser, se
     assert tab.page.locator("h1").inner_text() == label and not tab.errors
 
 
+@pytest.fixture(scope="module")
+def moves(tmp_path_factory):
+    """A user's facts changing over months (where they live, work, what they drive), built through the
+    revision stages in a home of its own, served."""
+    import dagster as dg
+
+    from memory_core.store.db import MemoryHome
+    from tests.revision_samples import MOVES, build, offline_runner, write_chat
+
+    root = tmp_path_factory.mktemp("moves")
+    home = MemoryHome.resolve(root / "home")
+    (root / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
+        assert build(offline_runner(home, instance), "moves", write_chat(root / "moves.jsonl", MOVES)).success
+    explorer = Explorer(home, agent_driver="offline", health=lambda corpus: None)
+    with running(explorer) as server:
+        yield server
+    explorer.close()
+
+
+def test_a_profile_shows_each_fact_with_its_history_and_evidence(browser, moves, shots):
+    tab = Tab(browser, moves)
+    tab.open("/c/moves/profiles")
+    tab.page.click("text=the user")
+    tab.page.wait_for_url(re.compile(r"/profile/user$"))
+    residence = tab.page.locator("section.slot", has=tab.page.locator("h2", has_text="residence"))
+    assert residence.locator(".now").inner_text().startswith("Seattle since 15 Jul 2024")
+    states = residence.locator("ol.timeline li")
+    assert (
+        states.count() == 2
+        and "Portland" in states.nth(1).inner_text()
+        and "superseded" in states.nth(1).inner_text()
+    )
+    assert "replaced by Seattle" in states.nth(1).inner_text()
+    assert not tab.errors, tab.errors
+    tab.save(shots, "moves-profile")
+    residence.locator(".now a.cite").first.click()  # the evidence of the current value opens its message
+    tab.page.wait_for_url(re.compile(r"/conversation/.+#m-"))
+    assert "I live in Seattle now" in tab.page.locator("li.focused .text").inner_text() and not tab.errors
+
+
 def test_pages_of_another_built_corpus(browser, shots):
     """Opt-in: the pages of a corpus built elsewhere (MEMORY_OS_EXPLORER_HOME, MEMORY_OS_EXPLORER_CORPUS)."""
     root, corpus = os.environ.get("MEMORY_OS_EXPLORER_HOME"), os.environ.get("MEMORY_OS_EXPLORER_CORPUS")

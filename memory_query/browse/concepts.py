@@ -33,6 +33,7 @@ from memory_query.reader import CorpusReader
 
 LIVE = ("active", "weak")
 EVIDENCE_SHOWN = 50
+CONTEXT = 90  # characters of a message shown on each side of an evidence span
 ACTIONS_SHOWN = 50
 _ROW = (
     canonical_concepts.c.concept_id,
@@ -188,7 +189,7 @@ def _evidence(reader: CorpusReader, rows) -> list[EvidenceSpan]:
         meta = {
             r.message_id: r
             for r in conn.execute(
-                select(m.message_id, m.conversation_id, m.author, m.created_at, c.title)
+                select(m.message_id, m.conversation_id, m.author, m.created_at, m.text, c.title)
                 .select_from(messages.join(conversations, c.conversation_id == m.conversation_id))
                 .where(m.message_id.in_(ids))
             )
@@ -208,11 +209,29 @@ def _evidence(reader: CorpusReader, rows) -> list[EvidenceSpan]:
                 span_start=r.span_start,
                 span_end=r.span_end,
                 text=r.text,
+                before=_words_before(info.text, r.span_start),
+                after=_words_after(info.text, r.span_end),
                 status=r.status,
                 confidence=round(float(r.confidence), 3),
             )
         )
     return out
+
+
+def _words_before(text: str, start: int, size: int = CONTEXT) -> str:
+    """Up to `size` characters of `text` before `start`, from a word's beginning, on one line."""
+    head = text[max(0, start - size) : start]
+    if start > size and " " in head:
+        head = "…" + head[head.index(" ") + 1 :]
+    return " ".join(head.split(" ")).replace("\n", " ")
+
+
+def _words_after(text: str, end: int, size: int = CONTEXT) -> str:
+    """Up to `size` characters of `text` after `end`, to a word's end, on one line."""
+    tail = text[end : end + size]
+    if end + size < len(text) and " " in tail:
+        tail = tail[: tail.rindex(" ")] + "…"
+    return tail.replace("\n", " ")
 
 
 def _facts(conn, concept_id: str) -> list[FactTimelineEntry]:

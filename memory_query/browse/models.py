@@ -120,6 +120,8 @@ class EvidenceSpan(View):
     span_start: int
     span_end: int
     text: str = Field(description="the span, verbatim")
+    before: str = Field(default="", description="the message's words just before the span")
+    after: str = Field(default="", description="the message's words just after it")
     status: str
     confidence: float
 
