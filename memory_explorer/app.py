@@ -91,10 +91,23 @@ class Explorer:
     def corpora(self) -> list[str]:
         return [r["name"] for r in self.home.registrations()]
 
-    def warm(self, corpora: list[str]) -> None:
-        """Load the corpora's memory and the Dagster modules in the background: the first page answers warm."""
-        self.pool.warm_in_background(corpora)
-        threading.Thread(target=_import_health, name="explorer-warm-health", daemon=True).start()
+    def warm(self, corpora: list[str]) -> threading.Thread:
+        """Load the corpora's memory, what their pages derive from all of it (the subjects, the topic map) and
+        the Dagster modules in the background: the first pages answer warm."""
+
+        def warm() -> None:
+            for corpus in corpora:
+                try:
+                    reader = self.pool.reader(corpus)
+                    reader.warm()
+                    browse.warm(reader)
+                except Exception:  # noqa: BLE001 — warming is an optimisation: a page reports real errors
+                    continue
+            _import_health()
+
+        thread = threading.Thread(target=warm, name="explorer-warm", daemon=True)
+        thread.start()
+        return thread
 
     def close(self) -> None:
         self._search_threads.shutdown(wait=False, cancel_futures=True)
@@ -239,10 +252,11 @@ class Explorer:
 
     @corpus_page
     def profile(self, request: Request, reader) -> Response:
-        found = browse.profile(reader, request.path_params["subject"])
+        offset = _int(request, "offset")
+        found = browse.profile(reader, request.path_params["subject"], request.query_params.get("slot"), offset)
         if found is None:
             return self.not_found(request, "memory holds no fact about this subject", reader.store.name)
-        return self.page(request, "profile.html", corpus=reader.store.name, profile=found)
+        return self.page(request, "profile.html", corpus=reader.store.name, profile=found, profile_offset=offset)
 
     @corpus_page
     def topics(self, request: Request, reader) -> Response:

@@ -21,6 +21,7 @@ from memory_core.store.schema import (
 from memory_core.topics.topic_map import TOPIC_LAYOUT_FILE
 from memory_query import ReaderPool, browse
 from memory_query.browse import conversations as conversation_views
+from memory_query.browse import profiles
 from memory_query.browse import topics as topic_views
 from tests.revision_samples import MOVES, build, offline_runner, write_chat
 
@@ -167,7 +168,7 @@ def test_the_tree_holds_every_topic_once(demo):
     assert browse.topic_page(reader, "no-such-topic") is None
 
 
-def test_a_profile_reads_each_slot_with_its_history(home, instance, tmp_path):
+def test_a_profile_reads_each_slot_with_its_history(home, instance, tmp_path, monkeypatch):
     runner = offline_runner(home, instance)
     assert build(runner, "moves", write_chat(tmp_path / "moves.jsonl", MOVES)).success
     with ReaderPool(home) as pool:
@@ -179,9 +180,9 @@ def test_a_profile_reads_each_slot_with_its_history(home, instance, tmp_path):
             and subjects.rows[0].states >= subjects.rows[-1].states
         )
         profile = browse.profile(reader, "user")
-        slots = {h.slot: h for h in profile.histories}
+        slots = {h.slot: h for h in profile.slots}
         residence = slots["residence"]
-        assert residence.current == "Seattle"
+        assert residence.current == "Seattle" and (residence.earlier, residence.later) == (0, 0)
         assert [(s.value, s.status) for s in residence.states] == [
             ("Portland", "superseded"),
             ("Seattle", "current"),
@@ -189,9 +190,22 @@ def test_a_profile_reads_each_slot_with_its_history(home, instance, tmp_path):
         portland, seattle = residence.states
         assert portland.valid_until == seattle.valid_from and str(seattle.valid_from).startswith("2024-07-15")
         assert portland.superseded_by.value == "Seattle" and seattle.evidence[0].cite.startswith("[Source:")
+        assert residence.evidence[seattle.fact_state_id] == len(seattle.evidence)
         # slots with a current value come first
-        currents = [h.current is not None for h in profile.histories]
+        currents = [h.current is not None for h in profile.slots]
         assert currents == sorted(currents, reverse=True)
+        # a long history: its latest states on the profile, the rest a page at a time on the slot's own page
+        monkeypatch.setattr(profiles, "STATES_SHOWN", 1)
+        monkeypatch.setattr(profiles, "STATES_PER_PAGE", 1)
+        latest = {h.slot: h for h in browse.profile(reader, "user").slots}["residence"]
+        assert [s.value for s in latest.states] == ["Seattle"] and latest.earlier == 1
+        page = browse.profile(reader, "user", slot="residence", offset=1)
+        assert [h.slot for h in page.slots] == ["residence"] and page.slot == "residence"
+        assert [s.value for s in page.slots[0].states] == ["Portland"] and (
+            page.slots[0].earlier,
+            page.slots[0].later,
+        ) == (0, 1)
+        assert browse.profile(reader, "user", slot="no-such-slot") is None
         assert browse.profile(reader, "nobody") is None
     with home.corpus("moves").source.connect() as conn:
         assert conn.execute(select(func.count()).select_from(conversations)).scalar_one() == 4

@@ -65,7 +65,7 @@ def test_every_page_answers_with_what_memory_holds(served):
         f"/c/{name}/concepts?type=entity": ["DuckDB", "entity ("],
         f"/c/{name}/concept/{concept.concept_id}": ["DuckDB", "Evidence", "Decisions", "memory_loop"],
         f"/c/{name}/profiles": ["the user"],
-        f"/c/{name}/profile/user": ["schedule:running time", "mornings"],
+        f"/c/{name}/profile/user": ["schedule · running time", "mornings"],
         f"/c/{name}/topics": ['id="topic-map"', "Domains → anchors → topics"],
         f"/c/{name}/topic/{topic_map.topics[0].topic_id}": [
             topic_map.topics[0].label,
@@ -93,7 +93,7 @@ def test_the_health_page_shows_every_stage_with_its_run(served, demo_health):
     assert demo_health.built == len(demo_health.stages)  # the demo is built through every stage
     for stage in demo_health.stages:
         assert (
-            f'/assets/{stage.asset}?partition={name}"' in html
+            f'/assets/{stage.asset}?view=partitions&amp;partition={name}"' in html
             and f"{DAGSTER_URL}/runs/{stage.run_id}" in html
         )
         assert stage.checks

@@ -3,7 +3,8 @@ server on loopback (the HTML complete: the memory read, the template rendered), 
 
     nice -n 10 python -m evals.benchmarks.bench_explorer --home DIR --corpus NAME [--repeat 7]
 
-The heaviest page of each kind stands for it: the longest of the 200 newest conversations, the concept with
+The server warms up first, as `memory-os explore` does at start (`--no-warm-up`: first loads then load the
+memory). The heaviest page of each kind stands for it: the longest of the 200 newest conversations, the concept with
 the most support (a hub with the most evidence), the subject with the most fact states, the largest topic.
 Search pages ask several questions (ask and query_memory side by side); their baseline in the same run is
 `query_memory` and `ask` called directly on the same warm pool, so the page's own cost shows apart. The
@@ -57,7 +58,7 @@ def _pages(home, corpus: str) -> dict[str, str]:
         largest = max(topics, key=lambda t: t.size)
         pages[f"topic ({largest.size} segments)"] = f"{c}/topic/{largest.topic_id}"
     for i, q in enumerate(QUESTIONS, 1):
-        pages[f"search {i}"] = f"{c}/search?q={q}"
+        pages[f"search {i}: {q}"] = f"{c}/search?q={q}"
     return pages
 
 
@@ -109,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", required=True)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--repeat", type=int, default=7, help="warm loads per page")
+    ap.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="skip the server's warm-up (first loads then load the memory)",
+    )
     args = ap.parse_args(argv)
 
     import httpx2 as httpx
@@ -122,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     explorer = Explorer(home, agent_driver="offline")
     rows = []
     started = time.perf_counter()
+    if not args.no_warm_up:  # as `memory-os explore` does at start, here waited for
+        explorer.warm([args.corpus]).join()
+        print(
+            f"warm-up (memory, subjects, topic map, Dagster) {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
     with running(explorer) as served, httpx.Client(base_url=served.base, timeout=300) as client:
         client.get(f"/?token={served.token}")
         for name, path in pages.items():

@@ -8,6 +8,7 @@ from memory_query.browse.conversations import conversation_list, conversation_vi
 from memory_query.browse.overview import corpus_summary
 from memory_query.browse.profiles import profile, subject_list
 from memory_query.browse.topics import topic_map, topic_page, topic_tree
+from memory_query.browse.warming import warm
 
 __all__ = [
     "concept_list",
@@ -21,4 +22,5 @@ __all__ = [
     "topic_map",
     "topic_page",
     "topic_tree",
+    "warm",
 ]

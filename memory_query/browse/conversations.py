@@ -139,28 +139,38 @@ def _rank(conn, conversation_id: str, position: int) -> int:
 
 
 def _concept_spans(reader: CorpusReader, message_ids: list[str]) -> dict[str, list[SpanLink]]:
-    """Per message, the live concepts it is active evidence for, with the span of each."""
+    """Per message, the live concepts it is active evidence for, with the span of each. Two lookups by key,
+    not a join: SQLite would walk every live concept's evidence for it (1.1 s at 7,800 concepts)."""
     if not message_ids:
         return {}
     e, k = concept_evidence.c, canonical_concepts.c
     with reader.store.staging.connect() as conn:
         rows = conn.execute(
-            select(e.message_id, e.concept_id, e.span_start, e.span_end, k.title, k.type)
-            .select_from(concept_evidence.join(canonical_concepts, e.concept_id == k.concept_id))
-            .where(e.message_id.in_(message_ids), e.status == "active", k.state.in_(("active", "weak")))
+            select(e.message_id, e.concept_id, e.span_start, e.span_end)
+            .where(e.message_id.in_(message_ids), e.status == "active")
             .order_by(e.message_id, e.span_start)
         ).all()
+        wanted = list({r.concept_id for r in rows})
+        live = {
+            c.concept_id: c
+            for c in conn.execute(
+                select(k.concept_id, k.title, k.type).where(
+                    k.concept_id.in_(wanted), k.state.in_(("active", "weak"))
+                )
+            )
+        }
     out: dict[str, list[SpanLink]] = {}
     for r in rows:
+        concept = live.get(r.concept_id)
         links = out.setdefault(r.message_id, [])
-        if all(link.concept_id != r.concept_id for link in links):
+        if concept is not None and all(link.concept_id != r.concept_id for link in links):
             links.append(
                 SpanLink(
                     concept_id=r.concept_id,
-                    title=r.title,
-                    type=r.type,
+                    title=concept.title,
+                    type=concept.type,
                     span_start=r.span_start,
                     span_end=r.span_end,
                 )
             )
-    return out
+    return {m: links for m, links in out.items() if links}

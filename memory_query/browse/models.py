@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_query.tool_results import FactHistory
+from memory_query.tool_results import FactStateView, NotInHistory
 
 
 class View(BaseModel):
@@ -197,10 +197,23 @@ class SubjectList(View):
     rows: list[SubjectRow]
 
 
+class SlotHistory(View):
+    """One slot of a subject: its value now and its states, the latest of them when there are many."""
+
+    slot: str
+    current: str | None = Field(description="the value current now")
+    states: list[FactStateView] = Field(description="in valid-time order; each with its first evidence")
+    earlier: int = Field(description="states before those shown")
+    later: int = Field(default=0, description="states after those shown (a page of the history)")
+    evidence: dict[str, int] = Field(description="fact state id → how much evidence it has in all")
+    not_in_history: list[NotInHistory]
+
+
 class Profile(View):
     corpus: str
     subject: SubjectRow
-    histories: list[FactHistory] = Field(description="per slot, every state in valid-time order")
+    slots: list[SlotHistory] = Field(description="slots with a current value first, then by name")
+    slot: str | None = Field(default=None, description="the one slot shown, when the page is its history")
 
 
 # ------------------------------------------------------------------------------------------ topics
