@@ -62,7 +62,8 @@ def serve(
     names = explorer.corpora()
     explorer.warm([corpus] if corpus else names[:1])
     moved = f" ({port} was taken)" if chosen != port else ""
-    say(f"Memory explorer of {home.root} ({len(names)} corpora), read-only, on this machine only{moved}:")
+    counted = f"{len(names)} corpus" if len(names) == 1 else f"{len(names)} corpora"
+    say(f"Memory explorer of {home.root} ({counted}), read-only, on this machine only{moved}:")
     say(f"    {served.url}")
     say("Ctrl+C stops it.")
     try:
