@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-test demo test test-postgres lint smoke ui clean
+.PHONY: install install-test demo test test-postgres test-browser lint smoke ui explore clean
 
 # the product alone (what `make demo` and `make ui` need): torch from PyTorch's CPU wheel index first (PyPI's
 # torch on Linux is the CUDA build, several GB more), then the project; scripts/install.sh does both
@@ -34,6 +34,13 @@ test: install-test
 test-postgres: install-test
 	$(BIN)/python -m pytest -m postgres -v -rs
 
+# the explorer in a real browser, verbosely (they run in `make test` too): Playwright driving Debian's chromium
+# (`apt-get install chromium`; `.ci/chromium.sh`); screenshots of every page in build/screenshots; they skip
+# when the browser is absent
+test-browser: install-test
+	$(BIN)/python -m pytest -m browser -v -rs
+	@ls build/screenshots/*.png 2>/dev/null | sed 's/^/screenshot: /' || true
+
 # the import contracts of pyproject.toml [tool.importlinter]: layers, no Dagster in the domain, independent stages
 lint: install-test
 	@$(BIN)/lint-imports --no-cache || { echo >&2; \
@@ -46,6 +53,9 @@ smoke: install-test
 
 ui: install
 	$(BIN)/memory-os ui
+
+explore: install
+	$(BIN)/memory-os explore
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .import_linter_cache

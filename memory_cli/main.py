@@ -13,6 +13,7 @@ import click
 
 from memory_cli.ask_cmd import ask_command
 from memory_cli.eval_cmd import eval_group
+from memory_cli.explore_cmd import explore_command
 from memory_cli.listing import echo_rows, staging_rows
 from memory_cli.query_cmd import query_command, render_answer
 from memory_cli.reactions_cmd import reactions_group
@@ -160,6 +161,9 @@ def _run_assets(
     home: MemoryHome, name: str, selection: list[str] | None, quiet: bool = False, ops: dict | None = None
 ):
     """Materialise `selection` of corpus `name` in this process; `ops` is per-asset run config."""
+    from memory_core.corpora import registered_source
+
+    registered_source(home, name)  # an unknown name is said before anything starts
     runner = _runner(home)
     keys = runner.selected_keys(selection) if selection else None  # a stage or multi-asset, expanded
     click.echo(f"materialising {name} ({', '.join(keys) if keys else 'every stage'})", err=True)
@@ -444,6 +448,7 @@ cli.add_command(facts_command)
 cli.add_command(repairs_group)
 cli.add_command(ask_command)
 cli.add_command(query_command, name="query")
+cli.add_command(explore_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_core.errors import CorpusNotFoundError, InputError
+from memory_core.corpus_names import unknown_corpus
+from memory_core.errors import InputError
 from memory_core.ingest import FORMATS, detect_format, record_ids
 from memory_core.store.db import MemoryHome, validate_corpus_name
 
@@ -68,9 +69,7 @@ def register(home: MemoryHome, sources: list[CorpusSource]) -> None:
 def registered_source(home: MemoryHome, name: str) -> CorpusSource:
     row = home.registration(name)
     if row is None:
-        raise CorpusNotFoundError(
-            f"corpus {name!r} is not registered under {home.root}; run `memory-os corpus add` first"
-        )
+        raise unknown_corpus(home, name)
     return CorpusSource(
         row["name"], row["source_format"], row["path"], (row["options"] or {}).get("record_id")
     )

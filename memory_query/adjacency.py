@@ -1,6 +1,6 @@
 """The walks of graph synthesis — Topic RELATED_TO Concept, Message EVIDENCE_FOR Concept, NEXT/PREVIOUS —
 over adjacency read once from the graph store when a graph was loaded, or from the staging tables it is
-loaded from when not (DESIGN §7: graph → vector → raw source). Retrieval walks one structure either way;
+loaded from when not (docs/architecture.md §7: graph → vector → raw source). Retrieval walks one structure either way;
 reading the edges once per graph version keeps each query's walks in memory (no per-query graph calls).
 """
 

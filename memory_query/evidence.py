@@ -157,7 +157,7 @@ def _attrs(**values: object) -> str:
 
 
 def render_context(answer: MemoryAnswer, include_reflective: bool) -> str:
-    """The four evidence blocks of DESIGN §7, each item with ids, timestamps and character spans."""
+    """The four evidence blocks of docs/architecture.md §7, each item with ids, timestamps and character spans."""
     out = [
         f"<memory {_attrs(corpus=answer.corpus, as_of=answer.as_of.isoformat() if answer.as_of else None)}>"
     ]

@@ -75,8 +75,8 @@ def fact_history(
             continue
         key = (version["subject"], version["attribute"])
         group = groups.setdefault(
-            key, {"subject": version["subject_label"] or version["subject"], "slot": version["attribute"],
-                  "states": [], "current": None, "not_in_history": []},
+            key, {"subject": version["subject_label"] or version["subject"], "subject_key": version["subject"],
+                  "slot": version["attribute"], "states": [], "current": None, "not_in_history": []},
         )  # fmt: skip
         state = _state_view(view, version, claims_by_id)
         group["states"].append(state)

@@ -13,6 +13,17 @@ from memory_query.evidence import MemoryAnswer, render_context
 from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
 from memory_query.settings import RetrievalSettings
+from memory_query.tool_results import (
+    EvidenceSubmission,
+    ExploreNodeResult,
+    FactsResult,
+    LensPath,
+    LensResult,
+    NodeRef,
+    RelationSummary,
+    SmartSearchResult,
+    SourceMessage,
+)
 from memory_query.tools import MemoryTools, ToolError
 
 SCOPE_CHECK_LIMIT = 500  # neighbours checked against the scope per relation when counting
@@ -134,7 +145,7 @@ def scoped_rank(
 
 class ScopedTools:
     """The agent tools behind the middleware: ids outside the scope are refused as unknown on the way in
-    and removed on the way out."""
+    and removed on the way out (filtered copies of the base tools' results, the same models)."""
 
     def __init__(self, tools: MemoryTools, scope: Scope):
         self.tools = tools
@@ -145,8 +156,8 @@ class ScopedTools:
         if found is None or not self.guard.node(found[0], node_id):
             raise ToolError(f"no node {node_id!r} in this memory")
 
-    def _refs(self, refs: list[dict]) -> list[dict]:
-        return [r for r in refs if self.guard.node(r["type"], r["id"])]
+    def _refs(self, refs: list[NodeRef]) -> list[NodeRef]:
+        return [r for r in refs if self.guard.node(r.type, r.id)]
 
     def smart_search(
         self,
@@ -156,50 +167,53 @@ class ScopedTools:
         as_of: datetime | None = None,
         since: datetime | None = None,
         believed_at: datetime | None = None,
-    ) -> dict:
+    ) -> SmartSearchResult:
         out = self.tools.smart_search(
             query, k=min(self.tools.limits.max_ids, k * 3), as_of=as_of, since=since, believed_at=believed_at
         )
-        out["results"] = [r for r in out["results"] if self.guard.message(r["id"])][:k]
-        out["concepts"] = [c for c in out["concepts"] if self.guard.node("Concept", c["id"])]
-        out["topics"] = [t for t in out["topics"] if self.guard.node("Topic", t["id"])]
-        return out
+        return out.model_copy(
+            update={
+                "results": [r for r in out.results if self.guard.message(r.id)][:k],
+                "concepts": [c for c in out.concepts if self.guard.node("Concept", c.id)],
+                "topics": [t for t in out.topics if self.guard.node("Topic", t.id)],
+            }
+        )
 
-    def explore_node(self, node_id: str, node_type: str | None = None) -> dict:
+    def explore_node(self, node_id: str, node_type: str | None = None) -> ExploreNodeResult:
         self._require(node_id, node_type)
         out = self.tools.explore_node(node_id, node_type)
         catalog = self.tools.catalog
-        for relation, rel in out["relations"].items():
+        relations = {}
+        for relation, rel in out.relations.items():
             target = RELATIONS[relation][1]
-            inside = [
+            inside = {
                 i
                 for i, _ in catalog.neighbour_ids(relation, node_id)[:SCOPE_CHECK_LIMIT]
                 if self.guard.node(target, i)
-            ]
-            rel["count"] = len(inside)  # counted inside the scope only
-            rel["first"] = [r for r in rel["first"] if r["id"] in set(inside)]
-        return out
+            }
+            # counted inside the scope only
+            relations[relation] = RelationSummary(
+                count=len(inside), first=[r for r in rel.first if r.id in inside]
+            )
+        return out.model_copy(update={"relations": relations})
 
-    def lens(self, node_id: str, paths: list[str] | None = None, max_ids: int | None = None) -> dict:
+    def lens(self, node_id: str, paths: list[str] | None = None, max_ids: int | None = None) -> LensResult:
         self._require(node_id)
         out = self.tools.lens(node_id, paths, max_ids)
-        for result in out["paths"].values():
-            shown = len(result["items"])
-            result["items"] = self._refs(result["items"])
-            if len(result["items"]) < shown:  # some were outside: totals beyond the shown ones are unknown
-                result["total"] = len(result["items"])
-                result.pop("more", None)
-        out["ids"] = [i["id"] for p in out["paths"].values() for i in p["items"]]
-        return out
+        kept = {}
+        for path, result in out.paths.items():
+            items = self._refs(result.items)
+            if len(items) < len(result.items):  # some were outside: totals beyond the shown ones are unknown
+                result = LensPath(items=items, total=len(items))
+            kept[path] = result
+        return out.model_copy(update={"paths": kept})
 
-    def read_source_message(self, message_id: str, context: int = 1) -> dict:
+    def read_source_message(self, message_id: str, context: int = 1) -> SourceMessage:
         self._require(message_id, "Message")
         out = self.tools.read_source_message(message_id, context)
-        out["before"] = self._refs(out["before"])
-        out["after"] = self._refs(out["after"])
-        return out
+        return out.model_copy(update={"before": self._refs(out.before), "after": self._refs(out.after)})
 
-    def facts(self, subject=None, slot=None, as_of=None, believed_at=None) -> dict:
+    def facts(self, subject=None, slot=None, as_of=None, believed_at=None) -> FactsResult:
         """Fact histories with the evidence outside the scope removed, and the states and histories left
         with no evidence inside it."""
         out = self.tools.facts(subject, slot, as_of, believed_at)
@@ -208,30 +222,24 @@ class ScopedTools:
             return cite is not None and self.guard.message(cite[len("[Source:") : -1])
 
         kept = []
-        for g in out["facts"]:
+        for g in out.facts:
             states = []
-            for s in g["states"]:
-                evidence = [e for e in s["evidence"] if inside(e["cite"])]
+            for s in g.states:
+                evidence = [e for e in s.evidence if inside(e.cite)]
                 if evidence:
-                    by = s["superseded_by"]
-                    if by and not inside(by["cite"]):
-                        by = {**by, "cite": None}
-                    states.append({**s, "evidence": evidence, "superseded_by": by})
+                    by = s.superseded_by
+                    if by and not inside(by.cite):
+                        by = by.model_copy(update={"cite": None})
+                    states.append(s.model_copy(update={"evidence": evidence, "superseded_by": by}))
             if states:
-                others = [c for c in g["not_in_history"] if inside(c["cite"])]
-                current = next((s["value"] for s in states if s["status"] == "current"), None)
-                kept.append({**g, "states": states, "not_in_history": others, "current": current})
-        out = {
-            **out,
-            "facts": kept,
-            "total": len(kept),
-            "ids": [s["fact_state_id"] for g in kept for s in g["states"]],
-        }
-        out.pop("more", None)
-        return out
+                others = [c for c in g.not_in_history if inside(c.cite)]
+                current = next((s.value for s in states if s.status == "current"), None)
+                kept.append(
+                    g.model_copy(update={"states": states, "not_in_history": others, "current": current})
+                )
+        return FactsResult(facts=kept, total=len(kept))
 
-    def submit_evidence(self, message_ids: list[str], claim: str) -> dict:
+    def submit_evidence(self, message_ids: list[str], claim: str) -> EvidenceSubmission:
         inside = [m for m in message_ids if self.guard.message(m)]
         out = self.tools.submit_evidence(inside, claim)
-        out["rejected"] = out["rejected"] + [m for m in message_ids if m not in inside]
-        return out
+        return out.model_copy(update={"rejected": out.rejected + [m for m in message_ids if m not in inside]})

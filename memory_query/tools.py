@@ -1,5 +1,6 @@
-"""Agent tools with bounded outputs (DESIGN §7): smart_search, explore_node, lens, read_source_message,
-submit_evidence. Hard caps everywhere: past a cap a tool returns a count and a summary, never 50+ ids.
+"""Agent tools with bounded outputs: smart_search, explore_node, lens, read_source_message, facts,
+submit_evidence (their names and result models: `memory_query.tool_registry`). Hard caps everywhere: past a
+cap a tool returns a count and a summary, never 50+ ids.
 
 These are the base tools: they know nothing of session scoping (`memory_query.scoping` wraps them).
 Every call is appended to the corpus's agent trace (`<corpus>/traces/agent_trace.jsonl`).
@@ -16,11 +17,30 @@ from datetime import datetime
 
 from memory_core.lexical import STOP_WORDS, tokenize
 from memory_core.store.db import utcnow
+from memory_query import tool_registry as registry
 from memory_query.catalog import NODE_TYPES, RELATIONS, NodeCatalog, relations_from
+from memory_query.catalog import NodeRef as CatalogRef
 from memory_query.fact_history import fact_history
 from memory_query.reader import CorpusReader
 from memory_query.retrieval import rank
 from memory_query.settings import RetrievalSettings
+from memory_query.tool_results import (
+    ConceptRef,
+    EvidenceSubmission,
+    ExploreNodeResult,
+    FactHistory,
+    FactsResult,
+    LensPath,
+    LensResult,
+    NodeRef,
+    RelationSummary,
+    SearchFact,
+    SearchHit,
+    SmartSearchResult,
+    SourceMessage,
+    ToolResult,
+    TopicRef,
+)
 
 MAX_IDS = 20  # hard cap on ids any tool returns per list
 MAX_TEXT = 4000  # read_source_message: characters of text returned
@@ -40,6 +60,12 @@ class ToolLimits:
 def _snip(text: str, size: int = SNIPPET) -> str:
     text = " ".join(text.split())
     return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def node_ref(ref: CatalogRef) -> NodeRef:
+    """The catalog's node reference as a tool returns it."""
+    weight = round(ref.weight, 3) if ref.weight is not None else None
+    return NodeRef(type=ref.type, id=ref.id, label=ref.label, weight=weight)
 
 
 def query_clauses(query: str) -> list[str]:
@@ -77,33 +103,30 @@ class MemoryTools:
         self.limits = limits or ToolLimits()
         self.settings = settings
         self.trace_enabled = trace
-        self.submitted: list[dict] = []
+        self.submitted: list[EvidenceSubmission] = []
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------ trace
-    def _trace(self, tool: str, args: dict, result: dict, started: float) -> dict:
+    def _trace(self, tool: registry.ToolSpec, args: dict, result: ToolResult, started: float):
         if self.trace_enabled:
             entry = {
                 "at": utcnow().isoformat(),
-                "tool": tool,
+                "tool": tool.name,
                 "args": args,
                 "ms": round((time.perf_counter() - started) * 1000, 2),
-                "result_ids": result.get("ids")
-                or [r.get("id") for r in result.get("results", [])][: self.limits.max_ids],
+                "result_ids": result.returned_ids()[: self.limits.max_ids],
             }
             path = self.reader.store.path("traces", "agent_trace.jsonl")
             with self._lock, path.open("a", encoding="utf-8") as fp:
                 fp.write(json.dumps(entry, default=str) + "\n")
         return result
 
-    def _cap(self, refs: list, total: int) -> dict:
+    def _cap(self, refs: list[CatalogRef], total: int) -> LensPath:
         shown = refs[: self.limits.max_ids]
-        out = {"items": [r.as_dict() for r in shown], "total": total}
+        more = None
         if total > len(shown):
-            out["more"] = (
-                f"{total - len(shown)} more not shown (cap {self.limits.max_ids}); narrow the query or follow a listed node"
-            )
-        return out
+            more = f"{total - len(shown)} more not shown (cap {self.limits.max_ids}); narrow the query or follow a listed node"
+        return LensPath(items=[node_ref(r) for r in shown], total=total, more=more)
 
     # ------------------------------------------------------------------------------------ tools
     def smart_search(
@@ -114,7 +137,7 @@ class MemoryTools:
         as_of: datetime | None = None,
         since: datetime | None = None,
         believed_at: datetime | None = None,
-    ) -> dict:
+    ) -> SmartSearchResult:
         """Evidence messages for a query; when the whole query finds little, each component is searched
         and the results merged (OR fallback). `as_of` / `since` bound the messages' time (memory as it
         stood then; a time range to search inside); `believed_at` reads the facts as memory believed
@@ -138,38 +161,38 @@ class MemoryTools:
                 if best is None or best[0].score < item.score:
                     results[item.message_id] = (item, part)
         ranked = sorted(results.values(), key=lambda x: -x[0].score)[:k]
-        out = {
-            "query": query,
-            "results": [
-                {
-                    "id": i.message_id,
-                    "cite": i.citation,
-                    "author": i.author,
-                    "time": i.created_at.isoformat(),
-                    "conversation_id": i.conversation_id,
-                    "snippet": _snip(i.text),
-                    "score": round(i.score, 4),
-                    "paths": i.paths,
+        out = SmartSearchResult(
+            query=query,
+            results=[
+                SearchHit(
+                    id=i.message_id,
+                    cite=i.citation,
+                    author=i.author,
+                    time=i.created_at,
+                    conversation_id=i.conversation_id,
+                    snippet=_snip(i.text),
+                    score=round(i.score, 4),
+                    paths=i.paths,
                     # the facts it states that the query asks about, with their status in the view read
-                    "facts": [
-                        {"attribute": f["attribute"], "value": f["value"], "status": f["status"]}
+                    facts=[
+                        SearchFact(attribute=f["attribute"], value=f["value"], status=f["status"])
                         for f in i.facts
                         if f.get("asked")
                     ],
-                    **({"matched_component": part} if part else {}),
-                }
+                    matched_component=part,
+                )
                 for i, part in ranked
             ],
-            "concepts": [
-                {"id": c.concept_id, "cite": c.citation, "title": c.title} for c in answer.concepts[:5]
+            concepts=[
+                ConceptRef(id=c.concept_id, cite=c.citation, title=c.title) for c in answer.concepts[:5]
             ],
-            "topics": [{"id": t.topic_id, "label": t.label} for t in answer.topics[:3]],
-            "fallback_components": fallback,
-        }
+            topics=[TopicRef(id=t.topic_id, label=t.label) for t in answer.topics[:3]],
+            fallback_components=fallback,
+        )
         args = {"query": query, "k": k, **{n: v.isoformat() for n, v in window.items() if v is not None}}
-        return self._trace("smart_search", args, out, started)
+        return self._trace(registry.SMART_SEARCH, args, out, started)
 
-    def explore_node(self, node_id: str, node_type: str | None = None) -> dict:
+    def explore_node(self, node_id: str, node_type: str | None = None) -> ExploreNodeResult:
         """A node of any type (Domain, AnchorEntity, Topic, Concept, Segment, Message, Conversation): its
         summary, and per relation the neighbour count with the first few neighbours."""
         started = time.perf_counter()
@@ -180,16 +203,13 @@ class MemoryTools:
             ids = self.catalog.neighbour_ids(relation, node_id)
             target = RELATIONS[relation][1]
             refs = [r for r in (self.catalog.ref(target, i, w) for i, w in ids[:5]) if r]
-            relations[relation] = {"count": len(ids), "first": [r.as_dict() for r in refs]}
-        out = {
-            "id": node_id,
-            "type": ntype,
-            "summary": self.catalog.label(ntype, row),
-            "relations": relations,
-        }
-        return self._trace("explore_node", {"node_id": node_id, "node_type": node_type}, out, started)
+            relations[relation] = RelationSummary(count=len(ids), first=[node_ref(r) for r in refs])
+        out = ExploreNodeResult(
+            id=node_id, type=ntype, summary=self.catalog.label(ntype, row), relations=relations
+        )
+        return self._trace(registry.EXPLORE_NODE, {"node_id": node_id, "node_type": node_type}, out, started)
 
-    def lens(self, node_id: str, paths: list[str] | None = None, max_ids: int | None = None) -> dict:
+    def lens(self, node_id: str, paths: list[str] | None = None, max_ids: int | None = None) -> LensResult:
         """Follow one or several relation paths from a node (e.g. "Topic>Concept>Message"); each path returns
         at most `max_ids` ids (hard cap) and the total reached."""
         started = time.perf_counter()
@@ -209,17 +229,11 @@ class MemoryTools:
                 frontier = list(reached.items())
             target = RELATIONS[steps[-1]][1]
             refs = [r for r in (self.catalog.ref(target, i, w) for i, w in frontier[:cap]) if r]
-            capped = self._cap(refs, len(frontier))
-            result[path] = capped
-        out = {
-            "id": node_id,
-            "type": ntype,
-            "paths": result,
-            "ids": [i["id"] for p in result.values() for i in p["items"]],
-        }
-        return self._trace("lens", {"node_id": node_id, "paths": paths, "max_ids": cap}, out, started)
+            result[path] = self._cap(refs, len(frontier))
+        out = LensResult(id=node_id, type=ntype, paths=result)
+        return self._trace(registry.LENS, {"node_id": node_id, "paths": paths, "max_ids": cap}, out, started)
 
-    def read_source_message(self, message_id: str, context: int = 1) -> dict:
+    def read_source_message(self, message_id: str, context: int = 1) -> SourceMessage:
         """The original text of a message (up to 4,000 chars) with its provenance, and the ids and snippets
         of up to `context` messages before and after it."""
         started = time.perf_counter()
@@ -235,35 +249,34 @@ class MemoryTools:
             if not prev:
                 break
             cur = prev[0][0]
-            before.insert(0, self.catalog.ref("Message", cur).as_dict())
+            before.insert(0, node_ref(self.catalog.ref("Message", cur)))
         cur = message_id
         for _ in range(context):
             nxt = self.catalog.neighbour_ids("Message>NEXT", cur)
             if not nxt:
                 break
             cur = nxt[0][0]
-            after.append(self.catalog.ref("Message", cur).as_dict())
+            after.append(node_ref(self.catalog.ref("Message", cur)))
         text = row["text"]
         conversation = self.catalog.find(row["conversation_id"], "Conversation")
-        out = {
-            "id": message_id,
-            "cite": f"[Source:{message_id}]",
-            "author": row["author"],
-            "role": row["role"],
-            "time": row["created_at"].isoformat(),
-            "time_derived": bool(row["time_derived"]),
-            "conversation_id": row["conversation_id"],
-            "conversation_ref": conversation[1]["source_ref"] if conversation else None,
-            "source_ref": row["source_ref"],
-            "text": text[: self.limits.max_text],
-            "truncated": len(text) > self.limits.max_text,
-            "chars": len(text),
-            "before": before,
-            "after": after,
-        }
-        return self._trace(
-            "read_source_message", {"message_id": message_id, "context": context}, out, started
+        out = SourceMessage(
+            id=message_id,
+            cite=f"[Source:{message_id}]",
+            author=row["author"],
+            role=row["role"],
+            time=row["created_at"],
+            time_derived=bool(row["time_derived"]),
+            conversation_id=row["conversation_id"],
+            conversation_ref=conversation[1]["source_ref"] if conversation else None,
+            source_ref=row["source_ref"],
+            text=text[: self.limits.max_text],
+            truncated=len(text) > self.limits.max_text,
+            chars=len(text),
+            before=before,
+            after=after,
         )
+        args = {"message_id": message_id, "context": context}
+        return self._trace(registry.READ_SOURCE_MESSAGE, args, out, started)
 
     def facts(
         self,
@@ -271,28 +284,27 @@ class MemoryTools:
         slot: str | None = None,
         as_of: datetime | None = None,
         believed_at: datetime | None = None,
-    ) -> dict:
+    ) -> FactsResult:
         """Fact histories per (subject, slot): the current value, the states it replaced with their valid
         times and what replaced them, each cited; `as_of` = valid-time travel, `believed_at` = what memory
         believed then. At most `max_ids` histories, each with at most `max_ids` states."""
         started = time.perf_counter()
         groups = fact_history(self.reader, subject, slot, as_of=as_of, believed_at=believed_at)
         cap = self.limits.max_ids
-        shown = []
-        for g in groups[:cap]:
-            g = {**g, "states": g["states"][-cap:], "not_in_history": g["not_in_history"][:cap]}
-            shown.append(g)
-        out = {
-            "facts": shown,
-            "total": len(groups),
-            "ids": [s["fact_state_id"] for g in shown for s in g["states"]][:cap],
-        }
+        shown = [
+            FactHistory.model_validate(
+                {**g, "states": g["states"][-cap:], "not_in_history": g["not_in_history"][:cap]}
+            )
+            for g in groups[:cap]
+        ]
+        more = None
         if len(groups) > cap:
-            out["more"] = f"{len(groups) - cap} more histories not shown (cap {cap}); name a subject or slot"
+            more = f"{len(groups) - cap} more histories not shown (cap {cap}); name a subject or slot"
+        out = FactsResult(facts=shown, total=len(groups), more=more)
         args = {"subject": subject, "slot": slot, "as_of": as_of, "believed_at": believed_at}
-        return self._trace("facts", args, out, started)
+        return self._trace(registry.FACTS, args, out, started)
 
-    def submit_evidence(self, message_ids: list[str], claim: str) -> dict:
+    def submit_evidence(self, message_ids: list[str], claim: str) -> EvidenceSubmission:
         """The Scout's exit: the messages that support a claim. Ids are checked; unknown ones are rejected."""
         started = time.perf_counter()
         if not claim.strip():
@@ -300,15 +312,10 @@ class MemoryTools:
         ids = list(dict.fromkeys(message_ids))[: self.limits.max_ids]
         accepted = [m for m in ids if self.catalog.find(m, "Message") is not None]
         rejected = [m for m in ids if m not in accepted]
-        submission = {
-            "claim": claim,
-            "accepted": accepted,
-            "rejected": rejected,
-            "citations": [f"[Source:{m}]" for m in accepted],
-            "ids": accepted,
-        }
+        submission = EvidenceSubmission(claim=claim, accepted=accepted, rejected=rejected)
         self.submitted.append(submission)
-        return self._trace("submit_evidence", {"message_ids": ids, "claim": claim}, submission, started)
+        args = {"message_ids": ids, "claim": claim}
+        return self._trace(registry.SUBMIT_EVIDENCE, args, submission, started)
 
     # ------------------------------------------------------------------------------------ helpers
     def _find(self, node_id: str, node_type: str | None) -> tuple[str, dict]:

@@ -27,10 +27,37 @@ sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] and torch.version.c
 PY
 }
 
+cpu_wheel() {  # the torch installed is this version's CPU wheel, by its metadata (its dependencies may not be yet)
+    "$VENV/bin/python" - "$TORCH_VERSION" <<'PY' 2>/dev/null
+import importlib.metadata, sys
+sys.exit(0 if importlib.metadata.version("torch") == sys.argv[1] + "+cpu" else 1)
+PY
+}
+
+reachable() {  # the index's host resolves (a machine without network says so at once, not after retries)
+    "$VENV/bin/python" - "$1" <<'PY' 2>/dev/null
+import socket, sys, urllib.parse
+url = urllib.parse.urlparse(sys.argv[1])
+if url.scheme == "file":
+    sys.exit(0)
+socket.getaddrinfo(url.hostname, url.port or 443)
+PY
+}
+
 if ! cpu_torch; then
-    # the CPU index holds torch's own dependencies too; the machine's pip configuration (find-links, mirrors)
-    # still applies, so an offline machine with a local CPU wheel installs that one
-    "$VENV/bin/pip" install --quiet --retries 1 --timeout 30 --no-deps "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
+    # a CPU wheel among pip's local sources (its find-links: an offline machine, a wheel folder) is used as
+    # it is, without asking PyTorch's index
+    if "$VENV/bin/pip" install --quiet --no-index --no-deps "torch==$TORCH_VERSION" >/dev/null 2>&1 && cpu_wheel; then
+        echo "install: torch $TORCH_VERSION: using the local CPU wheel (pip's find-links)" >&2
+    elif reachable "$TORCH_INDEX"; then
+        echo "install: torch $TORCH_VERSION: the CPU build from $TORCH_INDEX" >&2
+        "$VENV/bin/pip" install --quiet --retries 1 --timeout 30 --no-deps --force-reinstall \
+            "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
+    else
+        echo "install: cannot reach $TORCH_INDEX and pip has no local torch $TORCH_VERSION CPU wheel:" \
+            "put torch-$TORCH_VERSION+cpu-*.whl in a folder pip's find-links names, or set TORCH_INDEX to a mirror" >&2
+        exit 1
+    fi
     "$VENV/bin/pip" install --quiet "torch==$TORCH_VERSION"  # its dependencies; the CPU build stays
 fi
 cpu_torch || { echo "install: torch $TORCH_VERSION is not the CPU build; refusing to go on" >&2; exit 1; }

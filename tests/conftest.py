@@ -97,6 +97,18 @@ def built_demo(tmp_path_factory):
     return home, "demo"
 
 
+@pytest.fixture(scope="session")
+def demo_health(built_demo):
+    """The built demo's pipeline health (memory_assets.health), read from the instance its build ran on."""
+    import dagster as dg
+
+    from memory_assets.health import corpus_health
+
+    home, name = built_demo
+    with dg.instance_for_test(temp_dir=str(home.root.parent / "dagster")) as instance:
+        yield corpus_health(instance, name)
+
+
 @pytest.fixture
 def postgres_url() -> str:
     """The test server of the `postgres` marker (MEMORY_OS_TEST_POSTGRES_URL); skips when unset or unreachable."""
@@ -162,7 +174,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "llm_server" in item.keywords:
             item.add_marker(skip)
-
 
 
 class RecordingEmbedder(HashingEmbedder):

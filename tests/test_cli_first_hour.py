@@ -178,3 +178,44 @@ def test_every_job_runs_in_process_and_cli_runs_belong_to_the_packaged_code_loca
     instance = yaml.safe_load(template("dagster.yaml").read_text(encoding="utf-8"))
     assert instance["run_coordinator"]["class"] == "CorpusRunCoordinator"
     assert defs.resolve_schedule_def("gardener_nightly").default_status == dg.DefaultScheduleStatus.STOPPED
+
+
+def test_an_unknown_corpus_name_lists_the_registered_ones_and_the_closest(home, tmp_path):
+    out = run(home, "query", "demo", "anything")
+    assert out.exit_code == 2 and error_lines(out) == [
+        f"error: corpus 'demo' is not registered under {home.root}, and no corpus is yet: `memory-os demo` "
+        "builds the demo, `memory-os corpus add NAME FILE` registers your own"
+    ]
+    path = write_json(tmp_path / "a.json", [chatgpt_conversation("c1")])
+    for name in ("demo", "notes", "lme__q1", "lme__q2"):
+        assert run(home, "corpus", "add", name, str(path)).exit_code == 0
+    for args, name in [
+        (("query", "dmeo", "x"), "dmeo"),
+        (("stats", "Demo"), "Demo"),
+        (("materialize", "dem"), "dem"),
+    ]:
+        out = run(home, *args)
+        assert out.exit_code == 2 and error_lines(out) == [
+            f"error: corpus {name!r} is not registered under {home.root}. Did you mean 'demo'? "
+            "Registered: demo, lme__q1, lme__q2, notes."
+        ], args
+        assert "materialising" not in out.output  # nothing starts for a name that is not there
+    out = run(home, "stats", "lme")  # a split benchmark's prefix names its records
+    assert "Did you mean 'lme__q1' or 'lme__q2'?" in out.output
+    out = run(home, "stats", "zzz")
+    assert out.exit_code == 2 and "Did you mean" not in out.output and "Registered: demo" in out.output
+
+
+def test_an_mcp_server_for_an_unknown_corpus_says_so_in_one_line(home, tmp_path):
+    from memory_core.errors import CorpusNotFoundError
+    from memory_query.mcp_server import MemoryServer
+
+    path = write_json(tmp_path / "a.json", [chatgpt_conversation("c1")])
+    assert run(home, "corpus", "add", "notes", str(path)).exit_code == 0
+    with pytest.raises(CorpusNotFoundError, match="Did you mean 'notes'"):
+        MemoryServer(home, ["note"])
+    out = run(home, "serve-mcp", "--corpus", "note")
+    assert out.exit_code == 2 and error_lines(out)[0].startswith("error: corpus 'note' is not registered")
+    server = MemoryServer(home, ["notes"])
+    with pytest.raises(Exception, match="unknown corpus 'note'. Did you mean 'notes'"):
+        server.scope("note")

@@ -196,3 +196,31 @@ def test_binding_beyond_loopback_needs_a_token(built_demo):
         timeout=60,
     )
     assert out.returncode != 0 and "needs a bearer token" in out.stderr
+
+
+def test_the_server_registers_every_tool_of_the_registry_with_its_typed_result(built_demo):
+    """One registry of tool names (memory_query/tool_registry.py): the server registers exactly its tools,
+    each with the registry's description and its result model's schema as the output schema; the agent's
+    Scout calls only registered agent tools."""
+    from typing import get_args
+
+    from memory_query.agent.driver import SCOUT_TOOLS
+    from memory_query.agent.prompts import SCOUT_TOOL_CALLS, ScoutOut
+    from memory_query.tool_registry import AGENT_TOOLS, TOOLS
+
+    home, _ = built_demo
+
+    async def listed():
+        async with Client(build_server(MemoryServer(home, ["demo"]))) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = asyncio.run(listed())
+    assert list(tools) == [t.name for t in TOOLS]
+    for spec in TOOLS:
+        assert tools[spec.name].description == spec.description
+        if spec.result is not None:
+            schema = tools[spec.name].output_schema
+            assert set(spec.result.model_json_schema()["properties"]) <= set(schema["properties"]), spec.name
+    agent = {t.name for t in AGENT_TOOLS}
+    assert set(SCOUT_TOOLS) <= agent and {name for name, _ in SCOUT_TOOL_CALLS} <= agent
+    assert set(get_args(ScoutOut.model_fields["tool"].annotation)) <= agent

@@ -1,4 +1,4 @@
-"""One settings module names every environment variable the project reads; the README's table lists them; a
+"""One settings module names every environment variable the project reads; the reference's table lists them; a
 value is read when it is asked for."""
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def test_only_the_settings_module_touches_the_environment():
     assert found["memory_core/settings.py"]  # the scan sees real uses
 
 
-def test_readme_table_lists_every_setting():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_reference_table_lists_every_setting():
+    readme = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     section = readme.split("## Environment variables", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", section, flags=re.M)
     assert sorted(listed) == sorted(s.name for s in SETTINGS)

@@ -50,12 +50,12 @@ def test_every_node_type_can_be_explored(demo, pool):
         (msgs[0]["conversation_id"], "Conversation"),
     ]:
         out = tools.explore_node(node_id)
-        assert out["type"] == node_type and out["summary"]
-        assert out["relations"], f"{node_type} has relations to walk"
+        assert out.type == node_type and out.summary
+        assert out.relations, f"{node_type} has relations to walk"
         lensed = tools.lens(node_id)
-        assert lensed["type"] == node_type
+        assert lensed.type == node_type
     out = tools.lens(concept, ["Concept>Message"])
-    assert out["paths"]["Concept>Message"]["items"][0]["type"] == "Message"
+    assert out.paths["Concept>Message"].items[0].type == "Message"
     with pytest.raises(ToolError, match="cannot go from Concept to Domain"):
         tools.lens(concept, ["Concept>Domain"])
 
@@ -66,9 +66,9 @@ def test_outputs_are_capped(demo, pool):
     tools.limits.max_ids = 3
     conv = convs["Kestrel: moving off PostgreSQL"]
     out = tools.lens(conv, ["Conversation>Message"], max_ids=50)
-    path = out["paths"]["Conversation>Message"]
-    assert len(path["items"]) == 3 and path["total"] > 3 and "more not shown" in path["more"]
-    assert len(tools.smart_search("Kestrel", k=50)["results"]) <= 3
+    path = out.paths["Conversation>Message"]
+    assert len(path.items) == 3 and path.total > 3 and "more not shown" in path.more
+    assert len(tools.smart_search("Kestrel", k=50).results) <= 3
 
 
 def test_smart_search_or_fallback_and_reading_sources(demo, pool):
@@ -76,17 +76,17 @@ def test_smart_search_or_fallback_and_reading_sources(demo, pool):
     tools = MemoryTools(pool.reader(name), trace=False)
     assert query_components("DuckDB, PostgreSQL and the knee") == ["DuckDB", "PostgreSQL", "the knee", "knee"]
     whole = tools.smart_search("DuckDB", k=5)
-    assert whole["fallback_components"] == [] and "DuckDB" in whole["results"][0]["snippet"]
+    assert whole.fallback_components == [] and "DuckDB" in whole.results[0].snippet
     weak = tools.smart_search("zzzqx wombats", k=5)  # none of its words occur: each part is tried
-    assert weak["fallback_components"] == ["zzzqx", "wombats"]
+    assert weak.fallback_components == ["zzzqx", "wombats"]
     multi = tools.smart_search("Why DuckDB for the dock history, and how is the knee?", k=4)
-    assert multi["fallback_components"][:2] == ["Why DuckDB for the dock history", "how is the knee"]
-    snippets = " ".join(r["snippet"] for r in multi["results"])
+    assert multi.fallback_components[:2] == ["Why DuckDB for the dock history", "how is the knee"]
+    snippets = " ".join(r.snippet for r in multi.results)
     assert "DuckDB" in snippets and "knee" in snippets  # both parts are answered
-    first = whole["results"][0]["id"]
+    first = whole.results[0].id
     source = tools.read_source_message(first, context=1)
-    assert source["cite"] == f"[Source:{first}]" and source["text"] and source["source_ref"]
-    assert len(source["before"]) <= 1 and len(source["after"]) <= 1
+    assert source.cite == f"[Source:{first}]" and source.text and source.source_ref
+    assert len(source.before) <= 1 and len(source.after) <= 1
     with pytest.raises(ToolError, match="no message"):
         tools.read_source_message("00000000-0000-0000-0000-000000000000")
 
@@ -95,7 +95,7 @@ def test_submit_evidence_checks_ids_and_traces(demo, pool, tmp_path):
     home, name, store, convs, msgs = demo
     tools = MemoryTools(pool.reader(name), trace=True)
     out = tools.submit_evidence([msgs[0]["message_id"], "not-an-id"], "the user starts Kestrel")
-    assert out["accepted"] == [msgs[0]["message_id"]] and out["rejected"] == ["not-an-id"]
+    assert out.accepted == [msgs[0]["message_id"]] and out.rejected == ["not-an-id"]
     with pytest.raises(ToolError):
         tools.submit_evidence([msgs[0]["message_id"]], "  ")
     trace = (store.dir / "traces" / "agent_trace.jsonl").read_text().splitlines()
@@ -127,9 +127,9 @@ def test_scope_removes_every_id_outside_the_sessions(demo, pool):
     with pytest.raises(ToolError, match="no node"):
         tools.read_source_message(outside_msg)
     out = tools.submit_evidence([inside_msg, outside_msg], "race")
-    assert out["accepted"] == [inside_msg] and outside_msg in out["rejected"]
+    assert out.accepted == [inside_msg] and outside_msg in out.rejected
     found = tools.smart_search("Kestrel PostgreSQL DuckDB", k=5)
-    assert all(by_id[r["id"]]["conversation_id"] in allowed for r in found["results"])
+    assert all(by_id[r.id]["conversation_id"] in allowed for r in found.results)
     # concepts whose evidence lies only outside are unknown too
     with store.staging.connect() as conn:
         rows = conn.execute(select(concept_evidence.c.concept_id, concept_evidence.c.message_id)).all()
@@ -139,8 +139,7 @@ def test_scope_removes_every_id_outside_the_sessions(demo, pool):
         tools.explore_node(next(iter(outside_only)))
     lensed = tools.lens(inside_msg, ["Message>Conversation>Message"])
     assert all(
-        by_id[i["id"]]["conversation_id"] in allowed
-        for i in lensed["paths"]["Message>Conversation>Message"]["items"]
+        by_id[i.id]["conversation_id"] in allowed for i in lensed.paths["Message>Conversation>Message"].items
     )
 
 

@@ -1,5 +1,5 @@
 """query_memory latency without an LLM, against a raw FAISS flat search over the same messages, measured in
-the same run (DESIGN §12: p95 ≤ 50 ms on a 100k-message corpus; ≤ 5× the flat search).
+the same run (docs/architecture.md §12: p95 ≤ 50 ms on a 100k-message corpus; ≤ 5× the flat search).
 
 Both sides embed the query with the same embedder; the baseline then searches an exact inner-product
 index over every message vector, while query_memory runs the whole read side (lexical + session BM25,

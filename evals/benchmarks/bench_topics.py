@@ -14,7 +14,7 @@ inside topics: tuning, the UMAP warm-up (= compile in a fresh process), its shar
 seconds per trial. Baselines: `one_fit` = one reduction + HDBSCAN with the chosen parameters in the same
 process after the compile (what an untuned pipeline pays), so `tuned / one_fit` is the price of tuning; and,
 with `--embedding-baseline`, the uncached MiniLM embedding of the corpus's segment texts (the build's floor,
-DESIGN §12), measured once per corpus. The stages rewrite the corpus's topic tables (same input, same
+docs/architecture.md §12), measured once per corpus. The stages rewrite the corpus's topic tables (same input, same
 configuration: same topics while the trial budget, not the time budget, binds).
 """
 

@@ -1,4 +1,4 @@
-"""Assets `topics`, `weighted_links` and `domains`: the topic layer (DESIGN §4.5-4.7), thin wrappers over
+"""Assets `topics`, `weighted_links` and `domains`: the topic layer (docs/architecture.md §4.5-4.7), thin wrappers over
 memory_core.topics."""
 
 import base64

@@ -1,4 +1,4 @@
-"""What every stage shares about concepts (DESIGN §3, §4.4, §4.10): the memory loop creates and refines
+"""What every stage shares about concepts (docs/architecture.md §3, §4.4, §4.10): the memory loop creates and refines
 them, the gardener merges, splits and archives them, the topic stages link and rank them.
 
 - `ConceptHypothesis` (`memory_core.ontology.concepts`) is the one concept object; `store`: reading and

@@ -1,4 +1,4 @@
-"""Quality figures of the concept memory (DESIGN §9), computed from the stores (the consolidation stage
+"""Quality figures of the concept memory (docs/architecture.md §9), computed from the stores (the consolidation stage
 reports them, the gardener judges a Phase 1 run by them).
 
 - coverage: share of live segments holding evidence of a live (active/weak) concept; high-confidence

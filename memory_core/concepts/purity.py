@@ -1,4 +1,4 @@
-"""Concept purity (DESIGN §9: evidence homogeneity inside a concept), measured on the evidence itself.
+"""Concept purity (docs/architecture.md §9: evidence homogeneity inside a concept), measured on the evidence itself.
 
 Each piece of evidence is embedded as what it says: a fact's evidence span (the clause that states it), a
 name's sentence around its span (what is said where the name occurs). A concept is pure when its pieces

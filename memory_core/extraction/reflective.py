@@ -1,4 +1,4 @@
-"""The reflective layer's boundary (DESIGN §8, §11): user reactions live apart from the rest of memory,
+"""The reflective layer's boundary (docs/architecture.md §8, §11): user reactions live apart from the rest of memory,
 expire after the configured retention, can be purged (`reflective_purge`), and stay purged: a purged
 message gets a tombstone, and no later extraction writes a reaction on it until the user lifts it.
 

@@ -1,4 +1,4 @@
-"""The Agentic Memory Gardener (DESIGN §4.10): maintenance of the concept graph as its own loop, in two
+"""The Agentic Memory Gardener (docs/architecture.md §4.10): maintenance of the concept graph as its own loop, in two
 phases that share only what both need.
 
 - `triage/` (Phase 0, `run_triage`): LifecycleProposals (merge / split / macro_concept / noise candidates,

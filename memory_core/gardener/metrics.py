@@ -1,4 +1,4 @@
-"""Gardener quality figures (DESIGN §9), computed from the stores.
+"""Gardener quality figures (docs/architecture.md §9), computed from the stores.
 
 - anchored rate: share of live segments holding active evidence of a live *refined* concept — one that is
   more than its seed mention: corroborated by a second piece of evidence (support ≥ 2) or revised at least

@@ -48,7 +48,7 @@ class GraphSettings:
 
 
 def embedded_graph_path(store: CorpusStore) -> Path:
-    """The corpus's embedded graph database file (DESIGN: `corpora/<name>/graph/`)."""
+    """The corpus's embedded graph database file (docs/architecture.md §3: `corpora/<name>/graph/`)."""
     return store.path("graph", "graph.lbdb")
 
 

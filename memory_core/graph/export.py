@@ -1,4 +1,4 @@
-"""Source, staging and reflective tables → graph node and edge batches (DESIGN §4.8).
+"""Source, staging and reflective tables → graph node and edge batches (docs/architecture.md §4.8).
 
 Edges are pre-linked by ids through SQL joins inside a store (a mention's `consolidated_id`, a link's
 `topic_id`/`concept_id`, ...), never by matching names. Across stores (a staging row citing a source

@@ -1,4 +1,4 @@
-"""The graph ontology (DESIGN §3 "Graph"): the fixed whitelist of node labels, edge types and properties.
+"""The graph ontology (docs/architecture.md §3, the graph): the fixed whitelist of node labels, edge types and properties.
 
 Every label, edge type and property name that reaches a Cypher query comes from here, never from data, so
 queries can name them while every value stays a parameter. Property types are the common subset of
@@ -30,7 +30,7 @@ class Prop:
 class NodeType:
     label: str
     props: tuple[Prop, ...]
-    #: reflective data (DESIGN §8): exported only on request, so it can be gated and purged on its own
+    #: reflective data (docs/architecture.md §8): exported only on request, so it can be gated and purged on its own
     reflective: bool = False
 
     def prop(self, name: str) -> Prop:
@@ -198,7 +198,7 @@ NODE_TYPES: dict[str, NodeType] = {
     )
 }
 
-#: ConceptRelation.relation -> edge type (DESIGN §3 "typed concept relations")
+#: ConceptRelation.relation -> edge type (docs/architecture.md §3, the typed concept relations)
 CONCEPT_RELATION_TYPES: dict[str, str] = {
     "causes": "CAUSES",
     "conflicts_with": "CONFLICTS_WITH",
@@ -259,7 +259,7 @@ EDGE_TYPES: dict[str, EdgeType] = {
             ),
         ),
         EdgeType("DURING", (("UserReaction", "Topic"),)),
-        # not in DESIGN §3's list: links an audited gardener action to the concepts it touched
+        # not among docs/architecture.md §3's edges: links an audited gardener action to the concepts it touched
         EdgeType("ACTED_ON", (("GardenerAction", "Concept"),)),
     )
 }

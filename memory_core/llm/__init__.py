@@ -1,4 +1,4 @@
-"""The LLM layer (SGR, DESIGN §5): one abstract capability, one module per provider, a persistent response
+"""The LLM layer (SGR, docs/architecture.md §5): one abstract capability, one module per provider, a persistent response
 cache and per-corpus accounting. The `openai` SDK is imported only when a call is made."""
 
 from memory_core.llm.base import (

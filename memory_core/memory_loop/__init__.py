@@ -1,4 +1,4 @@
-"""The Concept Memory Loop (DESIGN §4.4): mentions → retriever → router → ActionLog → canonical concepts.
+"""The Concept Memory Loop (docs/architecture.md §4.4): mentions → retriever → router → ActionLog → canonical concepts.
 
 One stage: it builds on the shared `memory_core.concepts` (the concept store, the ActionLog, the policy,
 name normalisation) and no other stage imports it.

@@ -9,7 +9,7 @@ salient stems, conversations and time) and the retriever's concept vectors:
 - `judge_pattern`: a reflective candidate (a behavioral pattern or tension the extractor read into one
   phrasing) stands only on episodes — fact concepts of the same subject sharing a content stem, close
   enough (`pattern_support_similarity`) — from several conversations, and not when a later statement of
-  the subject on the same content says it stopped (DESIGN §8: several supporting episodes, cross-episode
+  the subject on the same content says it stopped (docs/architecture.md §8: several supporting episodes, cross-episode
   evidence, no contradiction with the temporal course). A single lucky phrasing stays a residual.
 - `find_themes`: a pattern no phrasing stated, read off the episodes themselves - a content stem a person's
   facts share across several conversations ("Melanie often talks about painting"), under the same gate.

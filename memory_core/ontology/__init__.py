@@ -1,4 +1,4 @@
-"""The base ontology (DESIGN §3, §8): typed objects and the relations allowed between them."""
+"""The base ontology (docs/architecture.md §3, §8): typed objects and the relations allowed between them."""
 
 from memory_core.ontology.concepts import (
     CONCEPT_STATES,

@@ -1,4 +1,4 @@
-"""Claims and fact states (DESIGN §3, §4.11–4.12): the revisable facts inside fact-bearing mentions.
+"""Claims and fact states (docs/architecture.md §3, §4.11–4.12): the revisable facts inside fact-bearing mentions.
 
 A **claim** says that a subject's attribute (a *slot* of a fixed vocabulary, made specific by a qualifier
 where the slot needs one) has a value, from some valid time on, with the evidence span it was read in. Per

@@ -70,7 +70,7 @@ class ConceptRelation(StrictBase):
 
 
 class ConceptHypothesis(StrictBase):
-    """A `canonical_concepts` row (DESIGN §3). `support_count` counts the evidence that raised its
+    """A `canonical_concepts` row (docs/architecture.md §3). `support_count` counts the evidence that raised its
     confidence; `merged_into` names the concept a merged one points to ("" when it is not merged: the
     column holds NULL). Assignments are validated, so a patch's plain values become typed fields."""
 
@@ -100,7 +100,7 @@ class ConceptHypothesis(StrictBase):
 
     @property
     def embedding_key(self) -> str:
-        """The exact cache key of a concept's embedding (DESIGN §4.6)."""
+        """The exact cache key of a concept's embedding (docs/architecture.md §4.6)."""
         return concept_embedding_key(self.title, self.description)
 
     @property

@@ -1,4 +1,4 @@
-"""LifecycleProposals (DESIGN §4.10): the gardener's Phase 0 manifest. Proposals, never truth."""
+"""LifecycleProposals (docs/architecture.md §4.10): the gardener's Phase 0 manifest. Proposals, never truth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UserReaction (DESIGN §8): a user's state at a message, explicit or inferred, on a controlled vocabulary."""
+"""UserReaction (docs/architecture.md §8): a user's state at a message, explicit or inferred, on a controlled vocabulary."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Invalidation: a changed or removed source message weakens what was built on it (DESIGN §4.11).
+"""Invalidation: a changed or removed source message weakens what was built on it (docs/architecture.md §4.11).
 
 Source → evidence: every `concept_evidence` row read in a segment that was re-cut is re-grounded against its
 message as it reads now (`grounding`): `rejected` when the message was edited at the span or removed,

@@ -1,4 +1,4 @@
-"""The repair worker: a bounded maintenance pass over the repair queue only (DESIGN §4.11).
+"""The repair worker: a bounded maintenance pass over the repair queue only (docs/architecture.md §4.11).
 
 It takes the queued concepts (weakened / disputed / broken / stale, or holding several values of one fact)
 in queue order, at most `max_actions` actions per run, and chooses from a finite action space:

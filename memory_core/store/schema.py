@@ -1,4 +1,4 @@
-"""The data contract (DESIGN §3): every table of the source, staging and reflective stores.
+"""The data contract (docs/architecture.md §3): every table of the source, staging and reflective stores.
 
 Three stores per corpus, each its own database so they can live on different engines and have their own
 retention: `source` (the original text, never edited), `staging` (the pipeline's intermediate and derived

@@ -1,4 +1,4 @@
-"""Domains and Anchor Entities: the macro layer above topics (DESIGN §4.7).
+"""Domains and Anchor Entities: the macro layer above topics (docs/architecture.md §4.7).
 
 Topic BELONGS_TO AnchorEntity BELONGS_TO Domain; the hierarchy an agent walks is
 Domain → AnchorEntity → Topic → Concept → Segment → Message.

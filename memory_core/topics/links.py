@@ -1,4 +1,4 @@
-"""Weighted Topic RELATED_TO Concept links (DESIGN §4.6).
+"""Weighted Topic RELATED_TO Concept links (docs/architecture.md §4.6).
 
 Cosine between every topic centroid and every concept embedding (the cached vector of the concept's exact key
 ``"{title}: {description}"``), min-max normalised to 0–100; per topic the top `top_k` concepts with weight

@@ -240,6 +240,7 @@ def build_topics(
     )
     t0 = time.perf_counter()
     topic_map = _topic_map(vectors, clustering, tuning, [r["label"] for r in topic_rows], config.tuner.seed)
+    topic_map.topic_ids = [r["topic_id"] for r in topic_rows]  # cluster c is topic_rows[c]
     figures["map_seconds"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
     with store.staging.begin() as conn:

@@ -1,12 +1,14 @@
-"""The 2-D topic map picture (PNG): segments as points coloured by topic, noise in grey, the largest topics
-numbered at their centre and listed in a legend with their label and size. matplotlib is imported lazily
-with the non-interactive Agg backend."""
+"""The 2-D topic map: the picture (PNG: segments as points coloured by topic, noise in grey, the largest topics
+numbered at their centre and listed in a legend with their label and size; matplotlib is imported lazily
+with the non-interactive Agg backend) and its layout as data (`topic_layout.json`: each topic's centre and a
+sample of the segments' points), which the explorer's interactive map draws."""
 
 from __future__ import annotations
 
 import io
+import json
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,8 @@ from memory_core.store.db import CorpusStore
 
 MAX_LABELLED = 15
 TOPIC_MAP_FILE = ("reports", "topic_map.png")
+TOPIC_LAYOUT_FILE = ("reports", "topic_layout.json")
+LAYOUT_POINTS = 4000  # segments' points kept in the layout (an even sample of them)
 
 
 @dataclass
@@ -25,6 +29,7 @@ class TopicMap:
     labels: np.ndarray  # cluster per segment, -1 noise
     names: list[str]  # label per cluster
     method: str
+    topic_ids: list[str] = field(default_factory=list)  # the stored topic id per cluster
 
 
 def corpus_topic_map(store: CorpusStore, topic_map: TopicMap | None) -> tuple[bytes, Path] | None:
@@ -32,8 +37,44 @@ def corpus_topic_map(store: CorpusStore, topic_map: TopicMap | None) -> tuple[by
     reused build when `topic_map` is None; None when there is no picture."""
     path = store.path(*TOPIC_MAP_FILE)
     if topic_map is not None:
+        write_topic_layout(topic_map, store.path(*TOPIC_LAYOUT_FILE))
         return render_topic_map(topic_map, store.name, path), path
     return (path.read_bytes(), path) if path.exists() else None
+
+
+def topic_layout(topic_map: TopicMap) -> dict:
+    """The map as data: the method, each topic's centre (the median of its segments' points, where the
+    picture numbers it) by topic id, and an even sample of the points as [x, y, cluster or -1]."""
+    coords, labels = np.asarray(topic_map.coords, dtype=float), np.asarray(topic_map.labels)
+    centres = {}
+    for c, topic_id in enumerate(topic_map.topic_ids):
+        members = coords[labels == c]
+        if len(members):
+            x, y = np.median(members, axis=0)
+            centres[topic_id] = [round(float(x), 4), round(float(y), 4)]
+    step = max(1, -(-len(coords) // LAYOUT_POINTS))
+    points = [
+        [round(float(x), 4), round(float(y), 4), int(c)]
+        for (x, y), c in zip(coords[::step], labels[::step], strict=True)
+    ]
+    return {
+        "method": topic_map.method,
+        "topic_ids": list(topic_map.topic_ids),
+        "centres": centres,
+        "points": points,
+        "segments": int(len(coords)),
+        "noise": int((labels < 0).sum()),
+    }
+
+
+def write_topic_layout(topic_map: TopicMap, path: Path) -> None:
+    """`topic_layout` as JSON at `path` (atomically); nothing when the map names no stored topics."""
+    if not topic_map.topic_ids:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(topic_layout(topic_map)), encoding="utf-8")
+    tmp.replace(path)
 
 
 def ranked_clusters(sizes, names: list[str]) -> list[int]:

@@ -1,9 +1,9 @@
-"""The four index families of a corpus (DESIGN §4.9): topics, concepts, segments and messages.
+"""The four index families of a corpus (docs/architecture.md §4.9): topics, concepts, segments and messages.
 
 | family   | ids                                   | vector                                                  |
 |----------|---------------------------------------|---------------------------------------------------------|
 | topics   | topics.topic_id                       | the topic centroid when it has the embedder's size, else the embedding of "label: profile" |
-| concepts | canonical_concepts not merged/split   | embedding of "{title}: {description}" (DESIGN §4.6 key)  |
+| concepts | canonical_concepts not merged/split   | embedding of "{title}: {description}" (docs/architecture.md §4.6 key)  |
 | segments | current segments                      | embedding of the segment text                           |
 | messages | messages                              | embedding of the message text (the last-resort path)    |
 

@@ -1,4 +1,4 @@
-"""Agentic inference over memory (DESIGN §7): a stateful Planner → Scout → Synthesizer loop.
+"""Agentic inference over memory (docs/architecture.md §7): a stateful Planner → Scout → Synthesizer loop.
 
 The Planner turns a question into a plan and keeps it across the loop (sub-questions, the time range its
 date implies, entry concepts and topics, the strategies that failed); the Scout works only through the

@@ -16,6 +16,7 @@ from memory_query.agent.findings import Candidate
 from memory_query.agent.planner import content_tokens
 from memory_query.facts import NOT_CURRENT
 from memory_query.scoping import ScopedTools
+from memory_query.tool_results import SmartSearchResult, ToolResult
 
 DEFAULT_K = 10
 
@@ -28,7 +29,7 @@ def _when(value) -> datetime | None:
 
 def execute(
     tools: ScopedTools, action: ScoutAction, as_of: datetime | None, view: dict | None = None
-) -> dict:
+) -> ToolResult:
     """Run one non-submit tool call (a search bounded by `as_of` and given the read `view`'s options);
     raises `ToolError` for a call the Scout must change."""
     a = action.arguments
@@ -46,17 +47,9 @@ def execute(
     raise ValueError(f"not a tool the Scout can call here: {action.tool!r}")
 
 
-def returned_ids(tool: str, result: dict) -> list[str]:
+def returned_ids(tool: str, result: ToolResult) -> list[str]:
     """The ids a call returned, for the trace."""
-    if tool == "smart_search":
-        return [r["id"] for r in result["results"]] + [c["id"] for c in result.get("concepts", [])]
-    if tool == "lens":
-        return list(result.get("ids", []))
-    if tool == "explore_node":
-        return [r["id"] for rel in result["relations"].values() for r in rel["first"]]
-    if tool == "read_source_message":
-        return [result["id"], *(r["id"] for r in result["before"] + result["after"])]
-    return list(result.get("ids", []))
+    return result.returned_ids()
 
 
 class Observer:
@@ -73,7 +66,7 @@ class Observer:
         conv = self.table.conv_ids[self.table.conversation[i]]
         return conv, self.table.created_at[i].astype("datetime64[us]").astype(datetime)
 
-    def observe(self, state: AgentState, action: ScoutAction, result: dict) -> Observation:
+    def observe(self, state: AgentState, action: ScoutAction, result: ToolResult) -> Observation:
         plan = state.plan
         text = plan.anchor.event if action.sub < 0 and plan.anchor else plan.subs[max(action.sub, 0)].text
         wanted = set(content_tokens(text)) or set(tokenize(text))
@@ -97,7 +90,7 @@ class Observer:
         return Observation(action, outcome, summary, found)
 
     def _candidates(
-        self, action: ScoutAction, result: dict, wanted: set[str], state: AgentState
+        self, action: ScoutAction, result: ToolResult, wanted: set[str], state: AgentState
     ) -> list[Candidate]:
         rows = self._rows(action, result, state)
         out = []
@@ -130,47 +123,47 @@ class Observer:
             )
         return out
 
-    def _rows(self, action: ScoutAction, result: dict, state: AgentState) -> list[tuple]:
+    def _rows(self, action: ScoutAction, result, state: AgentState) -> list[tuple]:
         """(message id, snippet, score, paths, how, origin candidate) per message a call returned."""
         if action.tool == "smart_search":
-            return [(r["id"], r["snippet"], r["score"], r["paths"], "", None) for r in result["results"]]
+            return [(r.id, r.snippet, r.score, r.paths, "", None) for r in result.results]
         if action.tool == "lens":
             node = action.arguments.get("node_id")
             return [
-                (i["id"], i["label"], float(i.get("weight") or 0.0), [], _walk(path, node), None)
-                for path, p in result["paths"].items()
-                for i in p["items"]
-                if i["type"] == "Message"
+                (i.id, i.label, float(i.weight or 0.0), [], _walk(path, node), None)
+                for path, p in result.paths.items()
+                for i in p.items
+                if i.type == "Message"
             ]
         if action.tool == "read_source_message":
-            origin = next((c for c in state.candidates if c.message_id == result["id"]), None)
+            origin = next((c for c in state.candidates if c.message_id == result.id), None)
             rows = []
-            for ref in result["after"]:  # NEXT: the reply that follows a question is where its answer is
-                how = f"NEXT after [Source:{result['id']}]"
-                rows.append((ref["id"], ref["label"], 0.0, [], how, origin))
+            for ref in result.after:  # NEXT: the reply that follows a question is where its answer is
+                how = f"NEXT after [Source:{result.id}]"
+                rows.append((ref.id, ref.label, 0.0, [], how, origin))
             return rows
         if action.tool == "explore_node":
             return [
-                (r["id"], r["label"], 0.0, [], "lens", None)
-                for rel in result["relations"].values()
-                for r in rel["first"]
-                if r["type"] == "Message"
+                (r.id, r.label, 0.0, [], "lens", None)
+                for rel in result.relations.values()
+                for r in rel.first
+                if r.type == "Message"
             ]
         return []
 
     @staticmethod
-    def _entries(state: AgentState, action: ScoutAction, result: dict, wanted: set[str]) -> None:
+    def _entries(state: AgentState, action: ScoutAction, result: SmartSearchResult, wanted: set[str]) -> None:
         """Concepts and topics the search reached whose names share the sub-question's words: where the
         Scout can enter next (EVIDENCE_FOR from a concept, a topic's segments)."""
         plan = state.plan
         known = {c["id"] for c in plan.entry_concepts}
-        for c in result.get("concepts", []):
-            if c["id"] not in known and wanted & set(tokenize(c["title"])):
-                plan.entry_concepts.append({"id": c["id"], "title": c["title"], "for": action.sub})
+        for c in result.concepts:
+            if c.id not in known and wanted & set(tokenize(c.title)):
+                plan.entry_concepts.append({"id": c.id, "title": c.title, "for": action.sub})
         known = {t["id"] for t in plan.entry_topics}
-        for t in result.get("topics", []):
-            if t["id"] not in known and wanted & set(tokenize(t["label"])):
-                plan.entry_topics.append({"id": t["id"], "label": t["label"], "for": action.sub})
+        for t in result.topics:
+            if t.id not in known and wanted & set(tokenize(t.label)):
+                plan.entry_topics.append({"id": t.id, "label": t.label, "for": action.sub})
 
 
 def _walk(path: str, node_id) -> str:
@@ -178,12 +171,12 @@ def _walk(path: str, node_id) -> str:
     return f"EVIDENCE_FOR [Concept:{node_id}]" if path == "Concept>Message" else "lens"
 
 
-def _replaced(result: dict) -> set[str]:
+def _replaced(result: SmartSearchResult) -> set[str]:
     """Messages of a search result stating an asked fact that the view holds as no longer current (and none
     that is current): "I live in Portland" once "I live in Seattle now" replaced it."""
     out = set()
-    for r in result["results"]:
-        statuses = {f["status"] for f in r.get("facts", ())}
+    for r in result.results:
+        statuses = {f.status for f in r.facts}
         if statuses & set(NOT_CURRENT) and "current" not in statuses:
-            out.add(r["id"])
+            out.add(r.id)
     return out

@@ -201,14 +201,14 @@ class AgentLoop:
         ids = [str(m) for m in action.arguments.get("message_ids", [])][: self.budget.max_evidence]
         claim = str(action.arguments.get("claim") or state.question)
         result = self.tools.submit_evidence(ids, claim)
-        note = f"{len(result['accepted'])} accepted, {len(result['rejected'])} rejected"
+        note = f"{len(result.accepted)} accepted, {len(result.rejected)} rejected"
         if forced:
             note = f"forced: {'step' if forced == 'steps' else 'token'} cap reached; " + note
         args = {"message_ids": ids, "claim": claim}
         state.spend.add(
-            "scout", "submit_evidence", args, result["accepted"], latency_ms=_ms(t0), note=note, **usage
+            "scout", "submit_evidence", args, result.accepted, latency_ms=_ms(t0), note=note, **usage
         )
-        return list(result["accepted"])
+        return list(result.accepted)
 
     # ------------------------------------------------------------------------------------ evidence
     def _evidence(self, state: AgentState, accepted: list[str]) -> tuple[list[Evidence], list[dict]]:

@@ -1,4 +1,4 @@
-"""Phase 1, surgical refactoring (DESIGN §4.10): pending proposals → a chooser's actions → validated,
+"""Phase 1, surgical refactoring (docs/architecture.md §4.10): pending proposals → a chooser's actions → validated,
 audited, reversible changes to the concepts (a dry run writes only a report).
 
 - `neighbourhood`: the small subgraph a decision is made on; `choosers`: the rule-based chooser,

@@ -1,4 +1,4 @@
-"""Phase 0, triage (DESIGN §4.10): concepts + topics + sampled evidence + frequency statistics → the
+"""Phase 0, triage (docs/architecture.md §4.10): concepts + topics + sampled evidence + frequency statistics → the
 LifecycleProposals manifest, written to `lifecycle_proposals` as pending_review. Proposals, never truth:
 triage does not mutate concepts.
 

@@ -34,7 +34,7 @@ from memory_core.store.schema import (
 
 _CHUNK = 500
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-# topic links below this weight (0-100) are not counted as a concept's topic (DESIGN §4.6 keeps > 20)
+# topic links below this weight (0-100) are not counted as a concept's topic (docs/architecture.md §4.6 keeps > 20)
 TOPIC_LINK_MIN_WEIGHT = 20.0
 
 

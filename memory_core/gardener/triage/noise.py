@@ -1,5 +1,5 @@
 """Signals of ephemeral technical noise in a concept's title, from the title itself and the corpus's
-frequency statistics (DESIGN §4.10 noise_candidates).
+frequency statistics (docs/architecture.md §4.10 noise_candidates).
 
 Each signal names what it saw, so a proposal's rationale can say why. Lists are short, English and meant
 for chat transcripts; a title matching one is a *candidate* for archiving, never archived by triage.

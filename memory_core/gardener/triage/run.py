@@ -1,4 +1,4 @@
-"""Phase 0, Global Lifecycle Triage (DESIGN §4.10): the LifecycleProposals manifest of a corpus.
+"""Phase 0, Global Lifecycle Triage (docs/architecture.md §4.10): the LifecycleProposals manifest of a corpus.
 
 Inputs: the live concepts, topics when built, sampled evidence and frequency statistics (`inventory`);
 offline scoring (`scoring`) and, when an LLM is configured, a batched review (`llm_triage`). Output: the

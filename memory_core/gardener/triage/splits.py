@@ -1,4 +1,4 @@
-"""Split candidates: concepts whose evidence falls in two groups (DESIGN §4.10 split_candidates).
+"""Split candidates: concepts whose evidence falls in two groups (docs/architecture.md §4.10 split_candidates).
 
 A concept's distinct evidence texts are cut in two by average-linkage clustering on cosine similarity,
 lowered between items said by disjoint groups of people; the cut is scored by how much closer items are
