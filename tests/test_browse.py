@@ -16,6 +16,7 @@ from memory_core.store.schema import (
     concept_evidence,
     conversations,
     messages,
+    topic_concept_links,
     topics,
 )
 from memory_core.topics.topic_map import TOPIC_LAYOUT_FILE
@@ -108,7 +109,9 @@ def test_a_concept_page_holds_its_evidence_decisions_and_topics(demo):
         and {r.type for r in entities.rows} == {"entity"}
         and entities.total == listing.types["entity"]
     )
-    duck = browse.concept_list(reader, "duckdb").rows[0]
+    duck = browse.concept_list(reader, "duckdb", concept_type="entity").rows[
+        0
+    ]  # the name, not a fact naming it
     page = browse.concept_page(reader, duck.concept_id)
     with store.staging.connect() as conn:
         n_evidence = conn.execute(
@@ -131,7 +134,14 @@ def test_a_concept_page_holds_its_evidence_decisions_and_topics(demo):
         assert seen in texts[e.message_id].replace("\n", " ") and "\n" not in seen
     assert any(e.before or e.after for e in page.evidence)
     assert page.actions_total == n_actions and page.actions[-1].action == "create"
-    assert page.topics and all(0 < t.weight <= 100 for t in page.topics)
+    assert all(0 < t.weight <= 100 for t in page.topics)
+    # a concept a topic is RELATED_TO shows the topic with the link's weight
+    with store.staging.connect() as conn:
+        linked = conn.execute(
+            select(topic_concept_links.c.concept_id).order_by(topic_concept_links.c.weight.desc())
+        ).first()[0]
+    topical = browse.concept_page(reader, linked)
+    assert topical.topics and all(0 < t.weight <= 100 for t in topical.topics)
     assert browse.concept_page(reader, "no-such-concept") is None
 
 
